@@ -1,0 +1,32 @@
+"""Wire models of the MCP 2026-07-28 messages MRTR touches, and the one converter."""
+
+from mrtr_core.wire.converter import (
+    converter,
+    structure_client_capabilities,
+    structure_input_request,
+    structure_input_required,
+    structure_input_response,
+    structure_params,
+    structure_request_meta,
+    unstructure,
+    unstructure_input_request,
+    unstructure_input_required,
+    unstructure_params,
+)
+from mrtr_core.wire.models import *  # noqa: F403
+from mrtr_core.wire.models import __all__ as _models_all
+
+__all__ = [
+    *_models_all,
+    "converter",
+    "structure_client_capabilities",
+    "structure_input_request",
+    "structure_input_required",
+    "structure_input_response",
+    "structure_params",
+    "structure_request_meta",
+    "unstructure",
+    "unstructure_input_request",
+    "unstructure_input_required",
+    "unstructure_params",
+]

@@ -1,0 +1,458 @@
+"""The one cattrs converter: camelCase and ``_meta`` keys live here and nowhere else.
+
+Every function that reads a peer's value raises :class:`~mrtr_core.errors.CodecError` (with
+the path of the bad field) and nothing else, so callers have one error type to handle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from mrtr_core.errors import CodecError
+from mrtr_core.wire.models import (
+    CALL_TOOL,
+    ELICITATION_CREATE,
+    GET_PROMPT,
+    READ_RESOURCE,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+    CallToolParams,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitationCapability,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    GetPromptParams,
+    Implementation,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    JsonObject,
+    ListRootsRequest,
+    ListRootsResult,
+    MrtrParams,
+    ReadResourceParams,
+    RequestMeta,
+    Root,
+    SamplingCapability,
+)
+
+__all__ = [
+    "converter",
+    "structure_client_capabilities",
+    "structure_input_request",
+    "structure_input_required",
+    "structure_input_response",
+    "structure_params",
+    "structure_request_meta",
+    "unstructure",
+    "unstructure_input_request",
+    "unstructure_input_required",
+    "unstructure_params",
+]
+
+T = TypeVar("T")
+
+converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _structure_progress_token(obj: Any, _: type) -> str | int | None:
+    if obj is None or (isinstance(obj, str | int) and not isinstance(obj, bool)):
+        return obj
+    raise CodecError("progressToken must be a string or an integer")
+
+
+def _is_elicit_value(value: Any) -> bool:
+    # ElicitResult.content values: string, number, boolean or string[] (digest §1.6, §5.12).
+    if isinstance(value, str | int | float | bool):
+        return True
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _structure_elicit_content(
+    obj: Any, _: type
+) -> dict[str, str | int | float | bool | list[str]] | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        raise CodecError("content must be an object")
+    for key, value in obj.items():
+        if not _is_elicit_value(value):
+            raise CodecError(f"content[{key!r}] must be a string, number, boolean or string array")
+    return obj
+
+
+converter.register_structure_hook(str | int | None, _structure_progress_token)
+converter.register_structure_hook(
+    dict[str, str | int | float | bool | list[str]] | None, _structure_elicit_content
+)
+converter.register_structure_hook(
+    dict[str, Any] | list[dict[str, Any]],
+    lambda obj, _: obj if isinstance(obj, dict) or (
+        isinstance(obj, list) and all(isinstance(o, dict) for o in obj)
+    ) else _raise(CodecError("content must be a block or an array of blocks")),
+)
+
+
+def _raise(exc: Exception) -> Any:
+    raise exc
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+_SPECIAL_NAMES = {
+    "meta": "_meta",
+    "protocol_version": META_PROTOCOL_VERSION,
+    "client_capabilities": META_CLIENT_CAPABILITIES,
+    "client_info": META_CLIENT_INFO,
+    "progress_token": "progressToken",
+}
+
+
+def _camel(name: str) -> str:
+    if name in _SPECIAL_NAMES:
+        return _SPECIAL_NAMES[name]
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _wire_names(cls: type) -> dict[str, str]:
+    """Python field name -> wire key, for the fields that travel (init fields, not extra)."""
+    return {
+        f.name: _camel(f.name)
+        for f in attrs.fields(cls)
+        if f.init and f.name != "extra"
+    }
+
+
+def _register_open_object(cls: Any) -> None:
+    """Hooks for a flat wire object: camelCase keys, ``None`` omitted, unknown keys kept in
+    ``extra`` when the class has one (and dropped otherwise)."""
+    names = _wire_names(cls)
+    known_keys = set(names.values())
+    has_extra = "extra" in attrs.fields_dict(cls)
+    overrides: dict[str, Any] = {
+        name: override(rename=wire, omit_if_default=attrs.fields_dict(cls)[name].default is None)
+        for name, wire in names.items()
+    }
+    if has_extra:
+        overrides["extra"] = override(omit=True)
+    base_structure = make_dict_structure_fn(cls, converter, **overrides)
+    base_unstructure = make_dict_unstructure_fn(cls, converter, **overrides)
+
+    def structure(obj: Any, _: type) -> Any:
+        if not isinstance(obj, dict):
+            raise CodecError(f"expected an object, got {type(obj).__name__}")
+        value = base_structure(obj, cls)
+        if has_extra:
+            extra = {k: v for k, v in obj.items() if k not in known_keys}
+            if extra:
+                value = attrs.evolve(value, extra=extra)
+        return value
+
+    def unstructure(value: Any) -> JsonObject:
+        out: JsonObject = base_unstructure(value)
+        if has_extra:
+            for key, item in value.extra.items():
+                out.setdefault(key, item)
+        return out
+
+    converter.register_structure_hook(cls, structure)
+    converter.register_unstructure_hook(cls, unstructure)
+
+
+for _cls in (
+    Implementation,
+    ElicitationCapability,
+    SamplingCapability,
+    ClientCapabilities,
+    RequestMeta,
+    ElicitResult,
+    CreateMessageResult,
+    Root,
+    ListRootsResult,
+):
+    _register_open_object(_cls)
+
+
+def _describe(exc: BaseException, type_: type | None) -> str:
+    if isinstance(exc, CodecError):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
+def _run(fn: Callable[[], T], path: str) -> T:
+    """Run a structuring step, turning every failure into a CodecError naming ``path``."""
+    try:
+        return fn()
+    except CodecError as exc:
+        raise CodecError(str(exc), path=path) from exc
+    except cattrs.BaseValidationError as exc:
+        detail = "; ".join(cattrs.transform_error(exc, path=path, format_exception=_describe))
+        raise CodecError(detail) from exc
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CodecError(str(exc) or type(exc).__name__, path=path) from exc
+
+
+def unstructure(value: Any) -> Any:
+    """Turn any wire model (or container of them) into plain JSON-ready data."""
+    return converter.unstructure(value)
+
+
+# --- _meta ----------------------------------------------------------------------------------
+
+
+def structure_client_capabilities(obj: Any, *, path: str = "clientCapabilities") -> ClientCapabilities:
+    """Read a ``ClientCapabilities`` object."""
+    return _run(lambda: converter.structure(obj, ClientCapabilities), path)
+
+
+def structure_request_meta(obj: Any, *, path: str = "params._meta") -> RequestMeta:
+    """Read per-request ``_meta``; the protocol version and capabilities are required."""
+    if not isinstance(obj, dict):
+        raise CodecError("required _meta is missing or not an object", path=path)
+    for key in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES):
+        if key not in obj:
+            raise CodecError(f"required key {key!r} is missing", path=path)
+    if not isinstance(obj[META_PROTOCOL_VERSION], str):
+        raise CodecError("protocol version must be a string", path=f"{path}.{META_PROTOCOL_VERSION}")
+    return _run(lambda: converter.structure(obj, RequestMeta), path)
+
+
+# --- input requests ---------------------------------------------------------------------------
+
+
+def structure_input_request(obj: Any, *, path: str = "inputRequest") -> InputRequest:
+    """Read one ``inputRequests`` value (``{method, params}``), dispatching on ``method``.
+
+    Raises:
+        CodecError: the value is malformed or names an unknown kind.
+    """
+    if not isinstance(obj, dict):
+        raise CodecError("an input request must be an object", path=path)
+    method = obj.get("method")
+    params = obj.get("params")
+    if method == ROOTS_LIST:
+        if params is not None and not isinstance(params, dict):
+            raise CodecError("params must be an object", path=f"{path}.params")
+        meta = (params or {}).get("_meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise CodecError("_meta must be an object", path=f"{path}.params._meta")
+        return ListRootsRequest(meta=meta)
+    if not isinstance(params, dict):
+        raise CodecError("params must be an object", path=f"{path}.params")
+    if method == ELICITATION_CREATE:
+        return _structure_elicit(params, f"{path}.params")
+    if method == SAMPLING_CREATE_MESSAGE:
+        return _structure_sampling(params, f"{path}.params")
+    raise CodecError(f"unknown input request kind {method!r}", path=f"{path}.method")
+
+
+def _require_str(params: JsonObject, key: str, path: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise CodecError(f"{key!r} must be a string", path=path)
+    return value
+
+
+def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | ElicitUrlRequest:
+    mode = params.get("mode", "form")  # C9: no mode means form mode.
+    message = _require_str(params, "message", path)
+    if mode == "url":
+        url = _require_str(params, "url", path)
+        extra = {k: v for k, v in params.items() if k not in {"mode", "message", "url"}}
+        return ElicitUrlRequest(message=message, url=url, extra=extra)
+    if mode != "form":
+        raise CodecError(f"unknown elicitation mode {mode!r}", path=f"{path}.mode")
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise CodecError("requestedSchema must be an object schema", path=f"{path}.requestedSchema")
+    if not isinstance(schema.get("properties"), dict):
+        raise CodecError("requestedSchema.properties must be an object", path=f"{path}.requestedSchema")
+    extra = {k: v for k, v in params.items() if k not in {"mode", "message", "requestedSchema"}}
+    return ElicitFormRequest(message=message, requested_schema=schema, extra=extra)
+
+
+def _structure_sampling(params: JsonObject, path: str) -> CreateMessageRequest:
+    messages = params.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise CodecError("messages must be an array of objects", path=f"{path}.messages")
+    max_tokens = params.get("maxTokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int | float):
+        raise CodecError("maxTokens must be a number", path=f"{path}.maxTokens")
+    system_prompt = params.get("systemPrompt")
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise CodecError("systemPrompt must be a string", path=f"{path}.systemPrompt")
+    extra = {k: v for k, v in params.items() if k not in {"messages", "maxTokens", "systemPrompt"}}
+    return CreateMessageRequest(
+        messages=messages, max_tokens=int(max_tokens), system_prompt=system_prompt, extra=extra
+    )
+
+
+def unstructure_input_request(request: InputRequest) -> JsonObject:
+    """Write one input request as the wire's bare ``{method, params}``."""
+    if isinstance(request, ListRootsRequest):
+        out: JsonObject = {"method": ROOTS_LIST}
+        if request.meta is not None:
+            out["params"] = {"_meta": request.meta}
+        return out
+    params: JsonObject
+    if isinstance(request, ElicitFormRequest):
+        params = {"mode": "form", "message": request.message,
+                  "requestedSchema": request.requested_schema}
+    elif isinstance(request, ElicitUrlRequest):
+        params = {"mode": "url", "message": request.message, "url": request.url}
+    else:
+        params = {"messages": request.messages, "maxTokens": request.max_tokens}
+        if request.system_prompt is not None:
+            params["systemPrompt"] = request.system_prompt
+    for key, value in request.extra.items():
+        params.setdefault(key, value)
+    return {"method": request.method, "params": params}
+
+
+# --- input responses --------------------------------------------------------------------------
+
+_RESPONSE_TYPES: dict[str, type[InputResponse]] = {
+    ELICITATION_CREATE: ElicitResult,
+    SAMPLING_CREATE_MESSAGE: CreateMessageResult,
+    ROOTS_LIST: ListRootsResult,
+}
+
+
+def structure_input_response(kind: str, obj: Any, *, path: str = "inputResponse") -> InputResponse:
+    """Read one ``inputResponses`` value as the response type of the request ``kind``.
+
+    Responses carry no discriminator; the server knows the kind from the key it issued.
+    """
+    cls = _RESPONSE_TYPES.get(kind)
+    if cls is None:
+        raise CodecError(f"unknown input request kind {kind!r}", path=path)
+    if not isinstance(obj, dict):
+        raise CodecError("an input response must be an object", path=path)
+    value = _run(lambda: converter.structure(obj, cls), path)
+    if isinstance(value, ElicitResult) and value.action not in ("accept", "decline", "cancel"):
+        raise CodecError(f"unknown action {value.action!r}", path=f"{path}.action")
+    return value
+
+
+# --- input_required results -------------------------------------------------------------------
+
+
+def structure_input_required(obj: Any, *, path: str = "result") -> InputRequiredResult:
+    """Read a result whose ``resultType`` is ``input_required``.
+
+    Enforces S5: at least one of ``inputRequests`` and ``requestState`` (an empty
+    ``inputRequests`` map counts as absent, digest §5.2).
+    """
+    if not isinstance(obj, dict):
+        raise CodecError("result must be an object", path=path)
+    raw_requests = obj.get("inputRequests")
+    state = obj.get("requestState")
+    meta = obj.get("_meta")
+    if state is not None and not isinstance(state, str):
+        raise CodecError("requestState must be a string", path=f"{path}.requestState")
+    if meta is not None and not isinstance(meta, dict):
+        raise CodecError("_meta must be an object", path=f"{path}._meta")
+    requests: dict[str, InputRequest] | None = None
+    if raw_requests is not None:
+        if not isinstance(raw_requests, dict):
+            raise CodecError("inputRequests must be an object", path=f"{path}.inputRequests")
+        requests = {
+            key: structure_input_request(value, path=f"{path}.inputRequests.{key}")
+            for key, value in raw_requests.items()
+        }
+    if not requests and state is None:
+        raise CodecError(
+            "input_required result carries neither inputRequests nor requestState", path=path
+        )
+    return InputRequiredResult(input_requests=requests or None, request_state=state, meta=meta)
+
+
+def unstructure_input_required(result: InputRequiredResult) -> JsonObject:
+    """Write an ``input_required`` result, ``resultType`` included."""
+    out: JsonObject = {"resultType": "input_required"}
+    if result.input_requests is not None:
+        out["inputRequests"] = {
+            key: unstructure_input_request(req) for key, req in result.input_requests.items()
+        }
+    if result.request_state is not None:
+        out["requestState"] = result.request_state
+    if result.meta is not None:
+        out["_meta"] = result.meta
+    return out
+
+
+# --- params -------------------------------------------------------------------------------------
+
+_PARAM_KEYS = {"_meta", "inputResponses", "requestState"}
+
+
+def structure_params(method: str, obj: Any, *, path: str = "params") -> MrtrParams:
+    """Read the params of ``tools/call``, ``prompts/get`` or ``resources/read``.
+
+    ``inputResponses`` values stay raw: only the server knows which kind each key answers.
+    An ``inputResponses`` of ``null`` counts as absent.
+    """
+    if not isinstance(obj, dict):
+        raise CodecError("params must be an object", path=path)
+    meta = structure_request_meta(obj.get("_meta"), path=f"{path}._meta")
+    responses = obj.get("inputResponses")
+    if responses is not None and not isinstance(responses, dict):
+        raise CodecError("inputResponses must be an object", path=f"{path}.inputResponses")
+    state = obj.get("requestState")
+    if state is not None and not isinstance(state, str):
+        raise CodecError("requestState must be a string", path=f"{path}.requestState")
+    if method == CALL_TOOL:
+        name = _require_str(obj, "name", path)
+        arguments = obj.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise CodecError("arguments must be an object", path=f"{path}.arguments")
+        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"name", "arguments"}}
+        return CallToolParams(name=name, meta=meta, arguments=arguments,
+                              input_responses=responses, request_state=state, extra=extra)
+    if method == GET_PROMPT:
+        name = _require_str(obj, "name", path)
+        arguments = obj.get("arguments")
+        if arguments is not None and (
+            not isinstance(arguments, dict)
+            or not all(isinstance(v, str) for v in arguments.values())
+        ):
+            raise CodecError("arguments must map names to strings", path=f"{path}.arguments")
+        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"name", "arguments"}}
+        return GetPromptParams(name=name, meta=meta, arguments=arguments,
+                               input_responses=responses, request_state=state, extra=extra)
+    if method == READ_RESOURCE:
+        uri = _require_str(obj, "uri", path)
+        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"uri"}}
+        return ReadResourceParams(uri=uri, meta=meta, input_responses=responses,
+                                  request_state=state, extra=extra)
+    raise CodecError(f"method {method!r} does not carry MRTR params", path=path)
+
+
+def unstructure_params(params: MrtrParams) -> JsonObject:
+    """Write MRTR params as a JSON object (``None`` fields omitted)."""
+    out: JsonObject = {}
+    if isinstance(params, ReadResourceParams):
+        out["uri"] = params.uri
+    else:
+        out["name"] = params.name
+        if params.arguments is not None:
+            out["arguments"] = params.arguments
+    if params.input_responses is not None:
+        out["inputResponses"] = params.input_responses
+    if params.request_state is not None:
+        out["requestState"] = params.request_state
+    for key, value in params.extra.items():
+        out.setdefault(key, value)
+    out["_meta"] = converter.unstructure(params.meta)
+    return out
