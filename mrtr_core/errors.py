@@ -25,6 +25,7 @@ __all__ = [
     "RemoteProtocolError",
     "RoundLimitError",
     "StateSizeLimitError",
+    "TransportError",
     "UnsupportedInputError",
 ]
 
@@ -165,6 +166,10 @@ class HandlerFailedError(MrtrError):
         self.last_result = last_result
         self.__cause__ = cause
 
+    def add_other(self, key: str, error: BaseException) -> None:
+        """Keep a further failure of the same round (one that raced the cancellation)."""
+        self.others = (*self.others, (key, error))
+
 
 class FlowCancelledError(MrtrError):
     """The caller cancelled the flow.
@@ -227,3 +232,20 @@ class StateSizeLimitError(LimitExceededError):
 
 class InputRequestsLimitError(LimitExceededError):
     """An ``input_required`` result carried more ``inputRequests`` entries than allowed."""
+
+
+class TransportError(MrtrError):
+    """The connection under a flow broke (reset, closed, refused) before a response arrived.
+
+    Only the call that was using the connection fails; the client stays usable.
+
+    Attributes:
+        cause: The transport's own exception (also ``__cause__``).
+        last_result: The last ``input_required`` result seen, if any.
+    """
+
+    def __init__(self, cause: BaseException, *, last_result: Any = None) -> None:
+        super().__init__(f"transport failed: {cause!r}")
+        self.cause = cause
+        self.last_result = last_result
+        self.__cause__ = cause

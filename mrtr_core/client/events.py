@@ -53,4 +53,6 @@ class CancelRequested:
     reason: Any = None
 
 
-ClientEvent: TypeAlias = ResponseReceived | HandlerReturned | HandlerFailed | TimerFired | CancelRequested
+ClientEvent: TypeAlias = (
+    ResponseReceived | HandlerReturned | HandlerFailed | TimerFired | CancelRequested
+)

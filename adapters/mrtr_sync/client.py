@@ -1,0 +1,271 @@
+"""The sync MRTR client: blocking calls, handlers in threads, one timer.
+
+The client drives a :class:`~mrtr_core.client.flow.ClientFlow` and does only what the flow
+orders: send a request, run handlers, cancel handlers, wait until ``flow.deadline``. Every
+protocol decision (the next request, limits, timeouts, pacing, errors) is the flow's.
+
+Handlers run in a thread pool, all handlers of a round at once. A thread cannot be killed:
+on cancellation the client cancels handlers that have not started yet, sets the ``cancel``
+event of those that accept one (a keyword parameter named ``cancel``), and stops waiting for
+the rest; whatever they return later is ignored. Pool threads are joined when the
+interpreter exits, so a handler that never returns (blocked on a terminal, say) should
+watch its ``cancel`` event.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random as _random
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor, Future
+from typing import Any, Unpack
+
+from mrtr_core.client.commands import (
+    AwaitAnswers,
+    CancelHandlers,
+    ClientCommand,
+    Complete,
+    Fail,
+    InvokeHandler,
+    SendRequest,
+)
+from mrtr_core.client.driver import (
+    NOTICES,
+    CallOptions,
+    ClientBase,
+    InputRequired,
+    prompt_params,
+    resource_params,
+    tool_params,
+)
+from mrtr_core.client.events import (
+    CancelRequested,
+    ClientEvent,
+    HandlerFailed,
+    HandlerReturned,
+    ResponseReceived,
+    TimerFired,
+)
+from mrtr_core.client.flow import ClientFlow
+from mrtr_core.client.limits import ClientLimits
+from mrtr_core.errors import MrtrError, TransportError
+from mrtr_core.wire.models import PROTOCOL_VERSION, ClientCapabilities, Implementation, JsonObject
+from mrtr_sync.clock import Clock, SystemClock
+from mrtr_sync.transport import Transport
+
+__all__ = ["Client", "Handler"]
+
+Handler = Callable[..., object]
+"""``handler(request, key)`` (or with ``cancel=threading.Event``) -> the typed answer or a dict."""
+
+DEFAULT_CLIENT_INFO = Implementation(name="mrtr-sync", version="0.1.0")
+
+
+class Client(ClientBase[Handler]):
+    """A blocking MRTR client over one :class:`~mrtr_sync.transport.Transport`.
+
+    Handlers are plain functions ``handler(request, key)`` returning the typed answer
+    (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``) or its dict form; one
+    that also takes ``cancel`` gets a ``threading.Event`` set when the round is abandoned.
+    The other arguments are those of :class:`~mrtr_core.client.driver.ClientBase`, plus:
+
+    Args:
+        transport: Carries each request leg.
+        random: The jitter source (default: a fresh ``random.Random``).
+        clock: Time and threads (default :class:`~mrtr_sync.clock.SystemClock`).
+        max_workers: Handler threads per call (default: the call's
+            ``limits.max_input_requests``, so a round's handlers all run at once).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        client_info: Implementation = DEFAULT_CLIENT_INFO,
+        elicitation: Handler | None = None,
+        elicitation_form: bool = True,
+        elicitation_url: bool = False,
+        sampling: Handler | None = None,
+        roots: Handler | None = None,
+        capabilities: ClientCapabilities | None = None,
+        limits: ClientLimits | None = None,
+        random: _random.Random | None = None,
+        on_event: Callable[[ClientCommand], object] | None = None,
+        auto: bool = True,
+        clock: Clock | None = None,
+        max_workers: int | None = None,
+        protocol_version: str = PROTOCOL_VERSION,
+    ) -> None:
+        super().__init__(
+            client_info=client_info, elicitation=elicitation, elicitation_form=elicitation_form,
+            elicitation_url=elicitation_url, sampling=sampling, roots=roots,
+            capabilities=capabilities, limits=limits, random=(random or _random.Random()).random,
+            on_event=on_event, auto=auto, protocol_version=protocol_version,
+        )
+        self.transport = transport
+        self.clock = clock or SystemClock()
+        self.max_workers = max_workers
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """``tools/call``; returns the final ``CallToolResult`` dict (options: :meth:`request`)."""
+        return self.request(*tool_params(name, arguments), **options)
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """``prompts/get``; returns the final ``GetPromptResult`` dict."""
+        return self.request(*prompt_params(name, arguments), **options)
+
+    def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> JsonObject:
+        """``resources/read``; returns the final ``ReadResourceResult`` dict."""
+        return self.request(*resource_params(uri), **options)
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """Run one request through as many rounds as the server needs; return its result.
+
+        Any method works; only ``tools/call``, ``prompts/get`` and ``resources/read`` may go
+        past one leg. Options: :class:`~mrtr_core.client.driver.CallOptions` (``auto``,
+        ``limits``, ``max_rounds``, ``timeout`` for the whole flow, ``progress_token``).
+
+        Raises:
+            MrtrError: the typed failure (round limit, a timeout, a handler failure, a
+                JSON-RPC error, a broken transport, ...).
+            InputRequired: manual mode, when a round needs input.
+        """
+        flow = self.new_flow(method, params, **options)
+        return self._drive(flow, flow.start(self.clock.now()))
+
+    def resume(
+        self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
+    ) -> JsonObject:
+        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``)."""
+        flow = self.restore_flow(pending)
+        return self._drive(flow, flow.answer(answers, self.clock.now()))
+
+    def close(self) -> None:
+        """Close the transport."""
+        self.transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- the driver -------------------------------------------------------------------------
+
+    def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
+        run = _Handlers(self, self.max_workers or flow.limits.max_input_requests)
+        try:
+            while True:
+                send: SendRequest | None = None
+                for cmd in cmds:
+                    if isinstance(cmd, NOTICES):
+                        self.notify(cmd)
+                    elif isinstance(cmd, SendRequest):
+                        send = cmd
+                    elif isinstance(cmd, InvokeHandler):
+                        run.start(cmd)
+                    elif isinstance(cmd, CancelHandlers):
+                        run.cancel(cmd.keys)
+                    elif isinstance(cmd, AwaitAnswers):
+                        raise InputRequired(cmd.round, cmd.result, flow.to_data())
+                    elif isinstance(cmd, Complete):
+                        return cmd.result
+                    elif isinstance(cmd, Fail):
+                        raise cmd.error
+                cmds = flow.handle(self._next_event(flow, send, run), self.clock.now())
+        finally:
+            run.close()
+
+    def _next_event(
+        self, flow: ClientFlow, send: SendRequest | None, run: _Handlers
+    ) -> ClientEvent:
+        """Block until the next fact: a response, a handler outcome, or the timer."""
+        deadline = flow.deadline
+        if send is not None:
+            timeout = None if deadline is None else max(0.0, deadline - self.clock.now())
+            try:
+                response = self.transport.request(send.message, timeout=timeout)
+            except TimeoutError:
+                return TimerFired()
+            except (OSError, EOFError) as exc:
+                raise _broken(flow, exc, self.clock.now()) from exc
+            return ResponseReceived(message=response)
+        if run.running:
+            self.clock.wait(run.running.values(), deadline)
+            return run.pop_done() or TimerFired()
+        if deadline is None:
+            raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
+        self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
+        return TimerFired()
+
+
+def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
+    """End the flow after a transport failure; only this call fails."""
+    last = None
+    for cmd in flow.handle(CancelRequested(reason=exc), now):
+        if isinstance(cmd, Fail):
+            last = getattr(cmd.error, "last_result", None)
+    return TransportError(exc, last_result=last)
+
+
+class _Handlers:
+    """The handler threads of one call."""
+
+    def __init__(self, client: Client, workers: int) -> None:
+        self._client = client
+        self._workers = workers
+        self._executor: Executor | None = None
+        self.running: dict[str, Future[Any]] = {}
+        self._cancel_events: dict[str, threading.Event] = {}
+
+    def start(self, cmd: InvokeHandler) -> None:
+        if self._executor is None:
+            self._executor = self._client.clock.executor(self._workers)
+        fn = self._client.handlers.for_kind(cmd.request.method)
+        cancel = self._cancel_events[cmd.key] = threading.Event()
+        self.running[cmd.key] = self._executor.submit(_invoke, fn, cmd, cancel)
+
+    def pop_done(self) -> ClientEvent | None:
+        """The outcome of the first finished handler, in invocation order."""
+        for key, future in self.running.items():
+            if future.done():
+                del self.running[key]
+                error = future.exception()
+                if error is not None:
+                    return HandlerFailed(key=key, error=error)
+                return HandlerReturned(key=key, answer=future.result())
+        return None
+
+    def cancel(self, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            future = self.running.pop(key, None)
+            if future is not None and not future.cancel():
+                self._client.clock.cancel(self._cancel_events[key])
+
+    def close(self) -> None:
+        self.cancel(tuple(self.running))
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event) -> Any:
+    """Run one handler in a pool thread (the flow checks its answer)."""
+    if fn is None:
+        raise LookupError(f"no handler for {cmd.request.method}")
+    if _takes_cancel(fn):
+        return fn(cmd.request, cmd.key, cancel=cancel)
+    return fn(cmd.request, cmd.key)
+
+
+def _takes_cancel(fn: Handler) -> bool:
+    try:
+        return "cancel" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to inspect (some builtins)
+        return False

@@ -1,0 +1,70 @@
+"""Time for the sync client: what ``now`` is, how to sleep, where handlers run.
+
+The client asks its clock for everything time-related, so tests can pass a
+:class:`~mrtr_sync.testing.VirtualClock` and production code gets :class:`SystemClock`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Collection
+from concurrent.futures import Executor, Future
+from typing import Any, Protocol
+
+__all__ = ["Clock", "SystemClock"]
+
+
+class Clock(Protocol):
+    """The time source and the thread pool of a sync client."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic scale (only differences matter)."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Block the calling thread for ``seconds``."""
+        ...
+
+    def executor(self, max_workers: int) -> Executor:
+        """A new pool to run one call's handlers in (shut down by the client)."""
+        ...
+
+    def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:
+        """Block until one of ``futures`` is done or ``now() >= deadline``."""
+        ...
+
+    def cancel(self, event: threading.Event) -> None:
+        """Set a handler's cancellation event (and wake it if the clock keeps it asleep)."""
+        ...
+
+
+class SystemClock:
+    """Real time: ``time.monotonic`` and a ``ThreadPoolExecutor``."""
+
+    def now(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep`` (nothing for a non-positive duration)."""
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def executor(self, max_workers: int) -> Executor:
+        """A ``ThreadPoolExecutor`` with named threads."""
+        return concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="mrtr-handler"
+        )
+
+    def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:
+        """``concurrent.futures.wait(..., return_when=FIRST_COMPLETED)`` until ``deadline``."""
+        timeout = None if deadline is None else max(0.0, deadline - self.now())
+        concurrent.futures.wait(
+            futures, timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+
+    def cancel(self, event: threading.Event) -> None:
+        """``event.set()``."""
+        event.set()

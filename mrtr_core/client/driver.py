@@ -1,0 +1,305 @@
+"""What every client driver shares, whatever its runtime.
+
+The drivers (``mrtr_sync``, ``mrtr_trio``, ``mrtr_asyncio``) keep the handlers the user
+registered, declare the capabilities those handlers imply, build one
+:class:`~mrtr_core.client.flow.ClientFlow` per call with the per-call limits, and hand a
+manual-mode round to the caller. That configuration lives here once, in
+:class:`ClientBase`, so the three drivers cannot drift apart; each driver adds only its own
+way of waiting. Every protocol decision is the flow's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
+
+import attrs
+
+from mrtr_core.client.commands import ClientCommand, InputNeeded, RoundFulfilled, RoundStarted
+from mrtr_core.client.flow import ClientFlow
+from mrtr_core.client.limits import ClientLimits
+from mrtr_core.wire.models import (
+    CALL_TOOL,
+    ELICITATION_CREATE,
+    GET_PROMPT,
+    PROTOCOL_VERSION,
+    READ_RESOURCE,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+    ClientCapabilities,
+    ElicitationCapability,
+    Implementation,
+    InputRequest,
+    InputRequiredResult,
+    JsonObject,
+    RequestMeta,
+    SamplingCapability,
+)
+
+__all__ = [
+    "NOTICES",
+    "CallOptions",
+    "ClientBase",
+    "HandlerTable",
+    "InputRequired",
+    "call_limits",
+    "prompt_params",
+    "resource_params",
+    "tool_params",
+]
+
+H = TypeVar("H")
+
+NOTICES = (RoundStarted, InputNeeded, RoundFulfilled)
+"""The informational commands a driver passes to its ``on_event`` callback."""
+
+_KINDS = (ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST)
+
+
+@attrs.define
+class HandlerTable(Generic[H]):
+    """The user's handlers, one per input kind, and the capabilities they imply.
+
+    A kind is declared in ``clientCapabilities`` exactly when it has a handler (digest §2.3
+    C8: declare what you support, on every request). Elicitation declares the modes set here;
+    ``elicitation: {}`` would mean form only, so both modes are always spelled out.
+
+    Attributes:
+        elicitation: Handler for ``elicitation/create``.
+        elicitation_form: Declare form mode.
+        elicitation_url: Declare URL mode.
+        sampling: Handler for ``sampling/createMessage``.
+        roots: Handler for ``roots/list``.
+    """
+
+    elicitation: H | None = None
+    elicitation_form: bool = True
+    elicitation_url: bool = False
+    sampling: H | None = None
+    roots: H | None = None
+
+    def for_kind(self, kind: str) -> H | None:
+        """The handler registered for an input request kind, if any."""
+        return {
+            ELICITATION_CREATE: self.elicitation,
+            SAMPLING_CREATE_MESSAGE: self.sampling,
+            ROOTS_LIST: self.roots,
+        }.get(kind)
+
+    @property
+    def handled_kinds(self) -> frozenset[str]:
+        """The kinds that have a handler."""
+        return frozenset(k for k in _KINDS if self.for_kind(k) is not None)
+
+    def capabilities(self, base: ClientCapabilities | None = None) -> ClientCapabilities:
+        """``base`` (experimental, extensions, ...) with the handled kinds declared."""
+        base = base or ClientCapabilities()
+        elicitation = None
+        if self.elicitation is not None and (self.elicitation_form or self.elicitation_url):
+            elicitation = ElicitationCapability(
+                form={} if self.elicitation_form else None,
+                url={} if self.elicitation_url else None,
+            )
+        return attrs.evolve(
+            base,
+            elicitation=elicitation,
+            sampling=SamplingCapability() if self.sampling is not None else None,
+            roots={} if self.roots is not None else None,
+        )
+
+
+def call_limits(
+    base: ClientLimits,
+    *,
+    limits: ClientLimits | None = None,
+    max_rounds: int | None = None,
+    timeout: float | None = None,
+) -> ClientLimits:
+    """The limits of one call: the client's, replaced by ``limits``, then per-call overrides.
+
+    ``timeout`` is the whole-flow budget (``flow_timeout``).
+    """
+    out = limits or base
+    changes: dict[str, Any] = {}
+    if max_rounds is not None:
+        changes["max_rounds"] = max_rounds
+    if timeout is not None:
+        changes["flow_timeout"] = timeout
+    return attrs.evolve(out, **changes) if changes else out
+
+
+class CallOptions(TypedDict, total=False):
+    """Per-call options of every client method (``call_tool``, ``request``, ...).
+
+    Attributes:
+        auto: Override the client's ``auto`` (``False``: manual mode for this call).
+        limits: Replace the client's limits for this call.
+        max_rounds: Override ``limits.max_rounds``.
+        timeout: Override ``limits.flow_timeout``, the whole-flow budget in seconds.
+        progress_token: Sent as ``_meta.progressToken`` on every leg.
+    """
+
+    auto: bool | None
+    limits: ClientLimits | None
+    max_rounds: int | None
+    timeout: float | None
+    progress_token: str | int | None
+
+
+class InputRequired(Exception):
+    """Manual mode: the server needs input the caller will provide.
+
+    Not an :class:`~mrtr_core.errors.MrtrError`: nothing failed. Answer it with the client's
+    ``resume(pending, answers)``; ``data`` is plain JSON, so the flow can be saved and resumed
+    later, by another client instance.
+
+    Attributes:
+        round: The round that answered ``input_required``.
+        result: That result (typed).
+        data: The saved flow (``ClientFlow.to_data()``).
+    """
+
+    def __init__(self, round: int, result: InputRequiredResult, data: JsonObject) -> None:
+        keys = ", ".join(sorted(result.input_requests or {})) or "none"
+        super().__init__(f"round {round} needs input (keys: {keys})")
+        self.round = round
+        self.result = result
+        self.data = data
+
+    @property
+    def input_requests(self) -> Mapping[str, InputRequest]:
+        """The entries to answer, by key."""
+        return self.result.input_requests or {}
+
+
+def tool_params(name: str, arguments: Mapping[str, Any] | None) -> tuple[str, JsonObject]:
+    """Method and params of ``tools/call``."""
+    params: JsonObject = {"name": name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    return CALL_TOOL, params
+
+
+def prompt_params(name: str, arguments: Mapping[str, str] | None) -> tuple[str, JsonObject]:
+    """Method and params of ``prompts/get``."""
+    params: JsonObject = {"name": name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    return GET_PROMPT, params
+
+
+def resource_params(uri: str) -> tuple[str, JsonObject]:
+    """Method and params of ``resources/read``."""
+    return READ_RESOURCE, {"uri": uri}
+
+
+class ClientBase(Generic[H]):
+    """Configuration and flow construction shared by the sync, trio and asyncio clients.
+
+    Args:
+        client_info: Sent as ``clientInfo`` in every request's ``_meta``.
+        elicitation, sampling, roots: Handlers for the three input kinds; a kind is declared
+            in ``clientCapabilities`` exactly when it has a handler.
+        elicitation_form, elicitation_url: The elicitation modes to declare.
+        capabilities: Extra capabilities (``experimental``, ``extensions``) to declare.
+        limits: The client's limits; each call may override them.
+        random: Floats in ``[0, 1)``, the jitter source for state-only pacing.
+        on_event: Called with each round notice (``RoundStarted``, ``InputNeeded``,
+            ``RoundFulfilled``), in order.
+        auto: ``False`` puts calls in manual mode: a round needing input raises
+            :class:`InputRequired`, answered with ``resume``.
+        protocol_version: Sent in every request's ``_meta``.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_info: Implementation,
+        elicitation: H | None,
+        elicitation_form: bool,
+        elicitation_url: bool,
+        sampling: H | None,
+        roots: H | None,
+        capabilities: ClientCapabilities | None,
+        limits: ClientLimits | None,
+        random: Callable[[], float],
+        on_event: Callable[[ClientCommand], object] | None,
+        auto: bool,
+        protocol_version: str = PROTOCOL_VERSION,
+    ) -> None:
+        self.client_info = client_info
+        self.handlers: HandlerTable[H] = HandlerTable(
+            elicitation=elicitation, elicitation_form=elicitation_form,
+            elicitation_url=elicitation_url, sampling=sampling, roots=roots,
+        )
+        self.limits = limits or ClientLimits()
+        self.on_event = on_event
+        self.auto = auto
+        self.protocol_version = protocol_version
+        self._base_capabilities = capabilities
+        self._random = random
+        # The connection owns the ids; next() on a count is atomic under the GIL.
+        self._ids = itertools.count(1)
+
+    def on_elicitation(self, fn: H, *, form: bool = True, url: bool = False) -> H:
+        """Register the ``elicitation/create`` handler and the modes to declare."""
+        self.handlers.elicitation = fn
+        self.handlers.elicitation_form, self.handlers.elicitation_url = form, url
+        return fn
+
+    def on_sampling(self, fn: H) -> H:
+        """Register the ``sampling/createMessage`` handler."""
+        self.handlers.sampling = fn
+        return fn
+
+    def on_roots(self, fn: H) -> H:
+        """Register the ``roots/list`` handler."""
+        self.handlers.roots = fn
+        return fn
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        """What every request declares, derived from the registered handlers."""
+        return self.handlers.capabilities(self._base_capabilities)
+
+    def next_id(self) -> int:
+        """A new JSON-RPC id (never reused by this client)."""
+        return next(self._ids)
+
+    def new_flow(
+        self, method: str, params: Mapping[str, Any] | None, **options: Unpack[CallOptions]
+    ) -> ClientFlow:
+        """The flow of one call, with this client's meta and the call's limits."""
+        meta = RequestMeta(
+            protocol_version=self.protocol_version, client_capabilities=self.capabilities,
+            client_info=self.client_info, progress_token=options.get("progress_token"),
+        )
+        limits = call_limits(
+            self.limits, limits=options.get("limits"), max_rounds=options.get("max_rounds"),
+            timeout=options.get("timeout"),
+        )
+        auto = options.get("auto")
+        return ClientFlow(
+            method, params or {}, meta=meta, handled_kinds=self.handlers.handled_kinds,
+            next_id=self.next_id, limits=limits, random=self._random,
+            manual=not (self.auto if auto is None else auto),
+        )
+
+    def restore_flow(self, pending: InputRequired | Mapping[str, Any]) -> ClientFlow:
+        """The flow saved in a manual-mode :class:`InputRequired` (or its ``data``)."""
+        data = pending.data if isinstance(pending, InputRequired) else pending
+        last = data.get("last_request_id")
+
+        def next_id() -> int:
+            # The flow may have been saved by another connection, whose ids we do not know;
+            # its last leg's id must not come back on the retry (C4).
+            new = self.next_id()
+            return self.next_id() if type(new) is type(last) and new == last else new
+
+        return ClientFlow.from_data(data, next_id=next_id, random=self._random)
+
+    def notify(self, cmd: ClientCommand) -> None:
+        """Pass a round notice to ``on_event``."""
+        if self.on_event is not None:
+            self.on_event(cmd)

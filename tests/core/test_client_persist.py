@@ -1,0 +1,427 @@
+"""Manual mode, saving and restoring a flow, and resuming from a stored result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from client_helpers import (
+    ACCEPT,
+    ALL_KINDS,
+    META,
+    PARAMS,
+    Ids,
+    answer_all,
+    done,
+    form,
+    invokes,
+    irr,
+    last_send,
+    make_flow,
+    names,
+    ok,
+    roots,
+    sampling,
+    to_handlers,
+)
+
+from mrtr_core.client import (
+    SAVED_FLOW_FORMAT,
+    AwaitAnswers,
+    CancelRequested,
+    ClientFlow,
+    ClientLimits,
+    Fail,
+    FlowState,
+    HandlerReturned,
+    InputNeeded,
+    RoundStarted,
+    TimerFired,
+)
+from mrtr_core.errors import (
+    CodecError,
+    FlowDeadlineError,
+    LocalProtocolError,
+    RoundLimitError,
+    UnsupportedInputError,
+)
+from mrtr_core.wire import (
+    ClientCapabilities,
+    ElicitationCapability,
+    ElicitResult,
+    InputRequiredResult,
+    ListRootsResult,
+    RequestMeta,
+    Root,
+    unstructure_input_required,
+)
+
+NO_JITTER = ClientLimits(pacing_jitter=0.0)
+
+
+def json_round_trip(data: Any) -> Any:
+    """What a store that speaks JSON gives back."""
+    return json.loads(json.dumps(data))
+
+
+def manual_flow(**kwargs: Any) -> ClientFlow:
+    return make_flow(manual=True, **kwargs)
+
+
+# --- manual mode ---------------------------------------------------------------------------------
+
+
+def test_manual_mode_emits_input_needed_then_await_answers() -> None:
+    flow = manual_flow()
+    commands = to_handlers(flow, {"a": form(), "b": roots()}, "s1")
+    assert names(commands) == ["InputNeeded", "AwaitAnswers"]
+    await_ = commands[1]
+    assert isinstance(await_, AwaitAnswers) and await_.round == 1
+    assert await_.result is flow.last_result
+    assert flow.state is FlowState.AWAITING_ANSWERS and flow.pending_keys == ("a", "b")
+    assert not invokes(commands)
+
+
+def test_manual_answers_send_the_retry() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": roots()}, "s1")
+    commands = flow.answer(
+        {"a": ACCEPT, "b": ListRootsResult(roots=[Root(uri="file:///w")])}, 5.0
+    )
+    assert names(commands) == ["RoundFulfilled", "RoundStarted", "SendRequest"]
+    params = last_send(commands).message["params"]
+    assert params["inputResponses"] == {"a": {"action": "accept", "content": {"ok": True}},
+                                        "b": {"roots": [{"uri": "file:///w"}]}}
+    assert params["requestState"] == "s1"
+
+
+def test_manual_answers_may_come_in_parts_and_as_plain_json() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": form()}, "s1")
+    assert flow.answer({"b": {"action": "decline"}}, 2.0) == []
+    assert flow.state is FlowState.AWAITING_ANSWERS and flow.pending_keys == ("a",)
+    assert flow.answer({}, 2.5) == []
+    retry = last_send(flow.answer({"a": ACCEPT}, 3.0))
+    assert retry.message["params"]["inputResponses"] == {
+        "a": {"action": "accept", "content": {"ok": True}}, "b": {"action": "decline"}}
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {"zz": ACCEPT},
+        {"a": ACCEPT, "zz": ACCEPT},
+        {"a": "yes"},
+        {"a": {"action": "perhaps"}},
+        {"a": ACCEPT, "b": {"action": "accept", "content": [1]}},
+        ["a"],
+    ],
+    ids=["unknown", "unknown-with-good", "str", "bad-action", "one-bad", "not-mapping"],
+)
+def test_bad_manual_answers_raise_and_record_nothing(answers: Any) -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": form()}, "s1")
+    with pytest.raises(LocalProtocolError):
+        flow.answer(answers, 2.0)
+    assert flow.pending_keys == ("a", "b") and flow.state is FlowState.AWAITING_ANSWERS
+
+
+def test_answering_a_key_twice_raises() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": form()}, "s1")
+    flow.answer({"a": ACCEPT}, 2.0)
+    with pytest.raises(LocalProtocolError, match="already answered"):
+        flow.answer({"a": ACCEPT}, 2.1)
+
+
+def test_answer_outside_manual_mode_raises() -> None:
+    flow = make_flow()
+    to_handlers(flow, {"a": form()})
+    with pytest.raises(LocalProtocolError):
+        flow.answer({"a": ACCEPT}, 2.0)
+
+
+def test_handler_events_in_manual_mode_raise() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form()})
+    with pytest.raises(LocalProtocolError):
+        flow.handle(HandlerReturned(key="a", answer=ACCEPT), 2.0)
+
+
+def test_manual_mode_paces_state_only_rounds_by_itself() -> None:
+    flow = manual_flow()
+    flow.start(0.0)
+    commands = flow.handle(ok(1, irr(None, "s")), 1.0)
+    assert names(commands) == ["InputNeeded"]
+    assert flow.state is FlowState.PACING
+
+
+def test_manual_answers_after_the_budget_is_spent_fail() -> None:
+    flow = manual_flow(limits=ClientLimits(pacing_jitter=0.0, flow_timeout=60.0))
+    to_handlers(flow, {"a": form()}, "s1")
+    assert flow.deadline == 60.0  # think time is bounded by the flow budget only
+    [fail] = flow.answer({"a": ACCEPT}, 61.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, FlowDeadlineError)
+
+
+def test_manual_wait_ends_when_the_flow_timer_fires() -> None:
+    flow = manual_flow(limits=ClientLimits(pacing_jitter=0.0, flow_timeout=60.0))
+    to_handlers(flow, {"a": form()}, "s1")
+    [fail] = flow.handle(TimerFired(), 60.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, FlowDeadlineError)
+
+
+def test_manual_flow_can_be_cancelled_while_awaiting() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form()})
+    assert names(flow.handle(CancelRequested(), 2.0)) == ["Fail"]
+
+
+# --- save and restore ------------------------------------------------------------------------------
+
+
+def test_a_manual_flow_survives_a_json_round_trip_into_another_process() -> None:
+    state = 'opaque "state" ✓ {"x": 1}  '
+    flow = manual_flow(limits=ClientLimits(pacing_jitter=0.0, flow_timeout=None),
+                       ids=Ids(prefix="a-"))
+    to_handlers(flow, {"confirm": form(), "where": roots()}, state)
+    data = json_round_trip(flow.to_data())
+    assert data["format"] == SAVED_FLOW_FORMAT
+
+    restored = ClientFlow.from_data(data, next_id=Ids(prefix="b-"))
+    assert restored.state is FlowState.AWAITING_ANSWERS
+    assert restored.pending_keys == ("confirm", "where")
+    assert restored.rounds == 1 and restored.manual
+    assert restored.last_result == flow.last_result
+    commands = restored.answer(
+        {"confirm": ACCEPT, "where": {"roots": [{"uri": "file:///p"}]}}, 1000.0
+    )
+    assert commands[1] == RoundStarted(round=2, request_id="b-1", state_only=False)
+    message = last_send(commands).message
+    assert message["id"] == "b-1"
+    assert message["params"]["requestState"] == state
+    assert message["params"]["inputResponses"] == {
+        "confirm": {"action": "accept", "content": {"ok": True}},
+        "where": {"roots": [{"uri": "file:///p"}]},
+    }
+    assert {k: message["params"][k] for k in PARAMS} == PARAMS
+    assert restored.handle(ok("b-1", done()), 1001.0)[0].rounds == 2  # type: ignore[union-attr]
+
+
+def test_partial_answers_survive_save_and_restore() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": form()}, "s1")
+    flow.answer({"b": ElicitResult(action="cancel")}, 2.0)
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(10))
+    assert restored.pending_keys == ("a",)
+    retry = last_send(restored.answer({"a": ACCEPT}, 3.0))
+    assert retry.message["params"]["inputResponses"]["b"] == {"action": "cancel"}
+
+
+def test_a_pacing_flow_survives_save_and_restore() -> None:
+    flow = make_flow(limits=ClientLimits(pacing_jitter=0.0, pacing_initial=2.0))
+    flow.start(0.0)
+    flow.handle(ok(1, irr(None, "wait")), 1.0)
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(5))
+    assert restored.state is FlowState.PACING and restored.deadline == flow.deadline == 3.0
+    retry = last_send(restored.handle(TimerFired(), 3.0))
+    assert retry.request_id == 5 and retry.message["params"]["requestState"] == "wait"
+
+
+def test_an_idle_flow_survives_save_and_restore() -> None:
+    flow = make_flow()
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids())
+    assert restored.state is FlowState.IDLE
+    assert last_send(restored.start(0.0)).message == last_send(make_flow().start(0.0)).message
+
+
+def test_restored_flow_needs_a_new_id_source_that_does_not_repeat_the_last_id() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form()})
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(1))
+    with pytest.raises(LocalProtocolError, match="repeated"):
+        restored.answer({"a": ACCEPT}, 2.0)
+
+
+def test_restored_flow_needs_a_random_source_when_jitter_is_on() -> None:
+    flow = make_flow(limits=ClientLimits(pacing_jitter=0.5))
+    with pytest.raises(LocalProtocolError):
+        ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids())
+
+
+@pytest.mark.parametrize("where", ["in-flight", "handlers", "complete", "failed"])
+def test_a_flow_cannot_be_saved_while_busy_or_ended(where: str) -> None:
+    flow = make_flow()
+    flow.start(0.0)
+    if where == "handlers":
+        flow.handle(ok(1, irr({"a": form()})), 1.0)
+    elif where == "complete":
+        flow.handle(ok(1, done()), 1.0)
+    elif where == "failed":
+        flow.handle(CancelRequested(), 1.0)
+    with pytest.raises(LocalProtocolError, match="saved"):
+        flow.to_data()
+
+
+def _saved() -> dict[str, Any]:
+    flow = manual_flow()
+    to_handlers(flow, {"a": form(), "b": form()}, "s1")
+    flow.answer({"a": ACCEPT}, 2.0)
+    data: dict[str, Any] = json_round_trip(flow.to_data())
+    return data
+
+
+CORRUPTIONS: dict[str, Any] = {
+    "not-mapping": lambda d: ["x"],
+    "format": lambda d: {**d, "format": "other/9"},
+    "no-method": lambda d: {k: v for k, v in d.items() if k != "method"},
+    "method-int": lambda d: {**d, "method": 1},
+    "params-list": lambda d: {**d, "params": []},
+    "params-meta": lambda d: {**d, "params": {"_meta": {}}},
+    "meta-bad": lambda d: {**d, "meta": {"nope": 1}},
+    "kinds-int": lambda d: {**d, "handled_kinds": [1]},
+    "limits-bad": lambda d: {**d, "limits": {**d["limits"], "max_rounds": 0}},
+    "limits-unknown": lambda d: {**d, "limits": {**d["limits"], "color": "red"}},
+    "manual-str": lambda d: {**d, "manual": "yes"},
+    "state-unknown": lambda d: {**d, "state": "dancing"},
+    "state-unsavable": lambda d: {**d, "state": "awaiting_response"},
+    "rounds-negative": lambda d: {**d, "rounds": -1},
+    "rounds-bool": lambda d: {**d, "rounds": True},
+    "id-float": lambda d: {**d, "last_request_id": 1.5},
+    "result-complete": lambda d: {**d, "last_result": {"resultType": "complete"}},
+    "result-bad": lambda d: {**d, "last_result": {"resultType": "input_required"}},
+    "answers-unknown-key": lambda d: {**d, "answers": {"zz": {"action": "accept"}}},
+    "answers-bad": lambda d: {**d, "answers": {"a": {"action": "nope"}}},
+    "answers-all": lambda d: {**d, "answers": {"a": {"action": "accept"},
+                                               "b": {"action": "accept"}}},
+    "not-manual": lambda d: {**d, "manual": False},
+    "deadline-str": lambda d: {**d, "flow_deadline": "soon"},
+    "streak-negative": lambda d: {**d, "streak": -2},
+    "seeded-awaiting": lambda d: {**d, "seeded": True},
+    "idle-with-rounds": lambda d: {**d, "state": "idle"},
+    "pacing-with-requests": lambda d: {**d, "state": "pacing", "answers": {},
+                                       "wake_at": 5.0},
+}
+
+
+@pytest.mark.parametrize("corrupt", list(CORRUPTIONS), ids=list(CORRUPTIONS))
+def test_from_data_rejects_bad_data(corrupt: str) -> None:
+    data = CORRUPTIONS[corrupt](_saved())
+    with pytest.raises(LocalProtocolError, match="saved flow"):
+        ClientFlow.from_data(data, next_id=Ids(100))
+
+
+# --- resume from a stored input_required result --------------------------------------------------
+
+
+def test_a_flow_resumes_from_the_last_result_of_a_limit_error() -> None:
+    flow = make_flow(limits=ClientLimits(pacing_jitter=0.0, max_rounds=1))
+    [fail] = to_handlers(flow, {"a": form(), "b": sampling()}, "carry-on")
+    assert isinstance(fail, Fail) and isinstance(fail.error, RoundLimitError)
+    stored = fail.error.last_result
+    assert isinstance(stored, InputRequiredResult)
+
+    resumed = ClientFlow.resume("tools/call", PARAMS, stored, meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(50), limits=NO_JITTER)
+    assert resumed.state is FlowState.IDLE and resumed.rounds == 0
+    commands = resumed.start(100.0)
+    assert names(commands) == ["InputNeeded", "InvokeHandler", "InvokeHandler"]
+    assert commands[0] == InputNeeded(round=0, result=stored)
+    answer = {"role": "assistant", "content": {"type": "text", "text": "t"}, "model": "m"}
+    resumed.handle(HandlerReturned(key="b", answer=answer), 101.0)
+    commands = resumed.handle(HandlerReturned(key="a", answer=ACCEPT), 102.0)
+    assert commands[1] == RoundStarted(round=1, request_id=50, state_only=False)
+    params = last_send(commands).message["params"]
+    assert params["requestState"] == "carry-on"
+    assert set(params["inputResponses"]) == {"a", "b"}
+    assert resumed.rounds == 1
+
+
+def test_a_flow_resumes_from_a_stored_wire_result() -> None:
+    stored = json_round_trip(irr({"a": form()}, "st"))
+    resumed = ClientFlow.resume("prompts/get", {"name": "p"}, stored, meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
+    commands = resumed.start(0.0)
+    assert [c.key for c in invokes(commands)] == ["a"]
+    without_type = {k: v for k, v in stored.items() if k != "resultType"}
+    resumed = ClientFlow.resume("prompts/get", {"name": "p"}, without_type, meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
+    assert resumed.last_result == unstructure_and_back(stored)
+
+
+def unstructure_and_back(result: dict[str, Any]) -> InputRequiredResult:
+    from mrtr_core.wire import structure_input_required
+
+    parsed = structure_input_required(result)
+    assert unstructure_input_required(parsed) == result
+    return parsed
+
+
+def test_a_resumed_state_only_result_is_paced_then_retried() -> None:
+    resumed = ClientFlow.resume("tools/call", PARAMS, irr(None, "later"), meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(),
+                                limits=ClientLimits(pacing_jitter=0.0, pacing_initial=1.0))
+    assert names(resumed.start(0.0)) == ["InputNeeded"]
+    assert resumed.state is FlowState.PACING and resumed.deadline == 1.0
+    retry = last_send(resumed.handle(TimerFired(), 1.0))
+    assert retry.message["params"]["requestState"] == "later"
+
+
+def test_a_resumed_manual_flow_awaits_answers() -> None:
+    resumed = ClientFlow.resume("tools/call", PARAMS, irr({"a": form()}, "s"), meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER,
+                                manual=True)
+    assert names(resumed.start(0.0)) == ["InputNeeded", "AwaitAnswers"]
+    restored = ClientFlow.from_data(json_round_trip(resumed.to_data()), next_id=Ids(9))
+    assert restored.pending_keys == ("a",)
+    assert last_send(restored.answer({"a": ACCEPT}, 1.0)).request_id == 9
+
+
+def test_a_seeded_idle_flow_survives_save_and_restore() -> None:
+    resumed = ClientFlow.resume("tools/call", PARAMS, irr({"a": form()}, "s"), meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
+    restored = ClientFlow.from_data(json_round_trip(resumed.to_data()), next_id=Ids())
+    assert names(restored.start(0.0)) == ["InputNeeded", "InvokeHandler"]
+
+
+def test_a_resumed_result_is_checked_like_a_received_one() -> None:
+    meta = RequestMeta(client_capabilities=ClientCapabilities(
+        elicitation=ElicitationCapability()))
+    resumed = ClientFlow.resume("tools/call", PARAMS, irr({"r": roots()}, "s"), meta=meta,
+                                handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
+    [fail] = resumed.start(0.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, UnsupportedInputError)
+    assert resumed.state is FlowState.FAILED
+
+
+def test_resume_refuses_methods_that_cannot_answer_input_required() -> None:
+    with pytest.raises(LocalProtocolError):
+        ClientFlow.resume("tools/list", {}, irr({"a": form()}), meta=META,
+                          handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
+
+
+@pytest.mark.parametrize(
+    ("result", "error"),
+    [
+        ({"resultType": "complete", "content": []}, LocalProtocolError),
+        ({"resultType": "input_required"}, CodecError),
+        ("input_required", LocalProtocolError),
+    ],
+)
+def test_resume_refuses_a_result_that_is_not_input_required(result: Any,
+                                                            error: type[Exception]) -> None:
+    with pytest.raises(error):
+        ClientFlow.resume("tools/call", PARAMS, result, meta=META, handled_kinds=ALL_KINDS,
+                          next_id=Ids(), limits=NO_JITTER)
+
+
+def test_resumed_flow_gets_a_fresh_round_budget() -> None:
+    resumed = ClientFlow.resume("tools/call", PARAMS, irr({"a": form()}, "s"), meta=META,
+                                handled_kinds=ALL_KINDS, next_id=Ids(),
+                                limits=ClientLimits(pacing_jitter=0.0, max_rounds=1))
+    commands = resumed.start(0.0)
+    retry = last_send(answer_all(resumed, commands, 1.0))
+    assert resumed.rounds == 1
+    [fail] = resumed.handle(ok(retry.request_id, irr({"b": form()}, "s2")), 2.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, RoundLimitError)
