@@ -1,0 +1,175 @@
+"""Builders for the questions a handler asks, and readers for the answers it gets.
+
+>>> form("Deploy to production?", confirm=bool)           # doctest: +SKIP
+>>> form("Change ticket", {"type": "object", "properties": {...}, "required": [...]})
+>>> url("Connect your account", "https://example.com/connect")
+>>> sample("Summarise the plan", 200)
+>>> roots()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+from mrtr_core.wire.models import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    InputResponse,
+    JsonObject,
+    ListRootsRequest,
+    ListRootsResult,
+)
+
+__all__ = [
+    "FieldSpec",
+    "accepted",
+    "cancelled",
+    "content",
+    "declined",
+    "form",
+    "root_uris",
+    "roots",
+    "sample",
+    "text",
+    "url",
+]
+
+FieldSpec: TypeAlias = type | Sequence[str] | Mapping[str, Any]
+"""A form field: ``bool``/``str``/``int``/``float``, a list of allowed strings (an enum),
+or a property schema of the flat elicitation subset (digest §1.5)."""
+
+_PRIMITIVES: dict[type, str] = {bool: "boolean", str: "string", int: "integer", float: "number"}
+
+
+def _field_schema(name: str, spec: FieldSpec) -> JsonObject:
+    if isinstance(spec, type):
+        kind = _PRIMITIVES.get(spec)
+        if kind is None:
+            raise TypeError(f"field {name!r}: unsupported type {spec.__name__}")
+        return {"type": kind}
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    if isinstance(spec, Sequence) and not isinstance(spec, str | bytes):
+        options = list(spec)
+        if not options or not all(isinstance(o, str) for o in options):
+            raise TypeError(f"field {name!r}: an enum is a non-empty list of strings")
+        return {"type": "string", "enum": options}
+    raise TypeError(f"field {name!r}: unsupported field spec {spec!r}")
+
+
+def form(
+    message: str, schema: Mapping[str, Any] | None = None, /, **fields: FieldSpec
+) -> ElicitFormRequest:
+    """A form-mode ``elicitation/create``.
+
+    Either pass a whole ``requestedSchema`` (an object schema) or name the fields as keyword
+    arguments; every keyword field is required. Never ask for secrets in form mode (S17).
+    """
+    if schema is not None and fields:
+        raise TypeError("pass either a schema or fields, not both")
+    if schema is not None:
+        requested = dict(schema)
+        if requested.get("type") != "object" or not isinstance(requested.get("properties"), dict):
+            raise ValueError("requestedSchema must be an object schema with properties")
+    else:
+        requested = {
+            "type": "object",
+            "properties": {name: _field_schema(name, spec) for name, spec in fields.items()},
+            "required": list(fields),
+        }
+    return ElicitFormRequest(message=message, requested_schema=requested)
+
+
+def url(message: str, url: str) -> ElicitUrlRequest:
+    """A URL-mode ``elicitation/create`` (for anything sensitive, S17)."""
+    return ElicitUrlRequest(message=message, url=url)
+
+
+def sample(
+    messages: str | Sequence[str | Mapping[str, Any]],
+    max_tokens: int,
+    *,
+    system_prompt: str | None = None,
+    temperature: float | None = None,
+    stop_sequences: Sequence[str] | None = None,
+    model_preferences: Mapping[str, Any] | None = None,
+    include_context: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> CreateMessageRequest:
+    """A ``sampling/createMessage``. Plain strings become user text messages.
+
+    ``tools``/``tool_choice`` need the client's ``sampling.tools`` (S6b), and an
+    ``include_context`` other than ``"none"`` its ``sampling.context`` (S6c).
+    """
+    items = [messages] if isinstance(messages, str) else list(messages)
+    wire_messages = [
+        {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else dict(m)
+        for m in items
+    ]
+    extra: JsonObject = {}
+    optional = {
+        "temperature": temperature,
+        "stopSequences": list(stop_sequences) if stop_sequences is not None else None,
+        "modelPreferences": dict(model_preferences) if model_preferences is not None else None,
+        "includeContext": include_context,
+        "tools": [dict(t) for t in tools] if tools is not None else None,
+        "toolChoice": dict(tool_choice) if tool_choice is not None else None,
+        "metadata": dict(metadata) if metadata is not None else None,
+    }
+    for key, value in optional.items():
+        if value is not None:
+            extra[key] = value
+    return CreateMessageRequest(
+        messages=wire_messages, max_tokens=max_tokens, system_prompt=system_prompt, extra=extra
+    )
+
+
+def roots() -> ListRootsRequest:
+    """A ``roots/list``."""
+    return ListRootsRequest()
+
+
+# --- reading answers ------------------------------------------------------------------------
+
+
+def accepted(answer: InputResponse) -> bool:
+    """The user accepted an elicitation (in URL mode: only consented to open the URL)."""
+    return isinstance(answer, ElicitResult) and answer.action == "accept"
+
+
+def declined(answer: InputResponse) -> bool:
+    """The user declined an elicitation."""
+    return isinstance(answer, ElicitResult) and answer.action == "decline"
+
+
+def cancelled(answer: InputResponse) -> bool:
+    """The user dismissed an elicitation without choosing."""
+    return isinstance(answer, ElicitResult) and answer.action == "cancel"
+
+
+def content(answer: InputResponse) -> dict[str, Any] | None:
+    """The form content of an accepted elicitation (validated against the requested
+    schema by the engine), ``{}`` for an accept without content, ``None`` otherwise."""
+    if not accepted(answer):
+        return None
+    assert isinstance(answer, ElicitResult)
+    return dict(answer.content) if answer.content is not None else {}
+
+
+def text(answer: CreateMessageResult) -> str:
+    """The text blocks of a sampling answer, joined."""
+    blocks = answer.content if isinstance(answer.content, list) else [answer.content]
+    return "".join(
+        b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+
+
+def root_uris(answer: ListRootsResult) -> list[str]:
+    """The URIs of a roots answer."""
+    return [root.uri for root in answer.roots]

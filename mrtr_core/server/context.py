@@ -1,0 +1,338 @@
+"""The handler's view of one round: ask, remember, read what came back.
+
+A handler is straight-line code. Every round the engine runs it again from the top with
+every answer gathered so far; ``ctx.ask`` returns the recorded answer or, when there is
+none yet, stops the run (by raising :class:`InputPending`) and the engine answers
+``input_required`` with the questions asked in that run.
+
+Side effects: code before the last ``ask`` runs again on every round. Wrap work that must
+not repeat in ``ctx.once`` (a step run once per operation, its result carried in the sealed
+state) and make the handler ``single_use`` so an old ``requestState`` cannot be replayed to
+run it again; wrap expensive pure work in ``ctx.memo``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar, cast, overload
+
+import attrs
+
+from mrtr_core.server.capabilities import (
+    MissingCapabilityError,
+    merge_capabilities,
+    missing_capabilities,
+)
+from mrtr_core.server.carried import Recorded
+from mrtr_core.state.binding import digest_json
+from mrtr_core.wire.converter import structure_input_response, unstructure_input_request
+from mrtr_core.wire.models import (
+    INPUT_REQUEST_KINDS,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    InputRequest,
+    InputResponse,
+    JsonObject,
+    ListRootsRequest,
+    ListRootsResult,
+    MrtrParams,
+)
+
+__all__ = ["Context", "InputPending", "InputRequired", "question_digest"]
+
+T = TypeVar("T")
+
+
+class InputPending(BaseException):
+    """Control flow: the handler asked something that has no answer yet.
+
+    Raised by :meth:`Context.ask` / :meth:`Context.ask_all` and turned into an
+    ``input_required`` result by ``Run.finish``. It derives from ``BaseException`` so that
+    ``except Exception`` in handler code lets it through; never catch it.
+    """
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        super().__init__(f"input pending for {', '.join(keys)}")
+        self.keys = keys
+
+
+@attrs.frozen
+class InputRequired:
+    """Explicit mode: return this from a handler to end the round by hand.
+
+    Attributes:
+        requests: The questions (may be empty for a state-only round).
+        state: The handler's own JSON-able state; sealed by the engine and given back as
+            ``ctx.request_state`` on the next round.
+    """
+
+    requests: Mapping[str, InputRequest] = attrs.field(factory=dict)
+    state: Any = None
+
+
+@attrs.frozen
+class Pending:
+    """A question asked in this run that has no answer yet."""
+
+    request: InputRequest
+    wire: JsonObject
+    digest: str
+
+
+def question_digest(wire: JsonObject) -> str:
+    """The digest an answer is pinned to: canonical JSON of the exact question."""
+    return digest_json(wire)
+
+
+class Context:
+    """What a handler gets for one round. Created by the engine (``run.context``)."""
+
+    def __init__(
+        self,
+        *,
+        params: MrtrParams,
+        principal: str | None,
+        round: int,
+        answers: Mapping[str, Recorded],
+        fresh: Mapping[str, InputResponse],
+        memo: Mapping[str, Any],
+        once: Mapping[str, Any],
+        request_state: Any,
+    ) -> None:
+        self._params = params
+        self._principal = principal
+        self._round = round
+        self._answers = dict(answers)
+        self._structured: dict[str, InputResponse] = dict(fresh)
+        self._fresh = MappingProxyType(dict(fresh))
+        self._memo = dict(memo)
+        self._once = dict(once)
+        self._request_state = request_state
+        self._questions: dict[str, str] = {}
+        self._pending: dict[str, Pending] = {}
+
+    # --- the request ---------------------------------------------------------------------
+
+    @property
+    def params(self) -> MrtrParams:
+        """The request's params as received."""
+        return self._params
+
+    @property
+    def method(self) -> str:
+        """``tools/call``, ``prompts/get`` or ``resources/read``."""
+        return self._params.method
+
+    @property
+    def target(self) -> str:
+        """The tool or prompt name, or the resource URI."""
+        return self._params.target
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The request's arguments (``{}`` when absent or for ``resources/read``)."""
+        arguments = getattr(self._params, "arguments", None)
+        return dict(arguments) if arguments else {}
+
+    @property
+    def principal(self) -> str | None:
+        """The authenticated user the state is bound to, or ``None``."""
+        return self._principal
+
+    @property
+    def capabilities(self) -> ClientCapabilities:
+        """What the client declared on *this* request (never inferred from earlier ones)."""
+        return self._params.meta.client_capabilities
+
+    @property
+    def round(self) -> int:
+        """1 for the first request of the operation, 2 for the first retry, ..."""
+        return self._round
+
+    # --- asking ----------------------------------------------------------------------------
+
+    def can_ask(self, request: InputRequest | str) -> bool:
+        """Whether this request's capabilities allow asking ``request`` (a request, or a
+        kind such as ``"elicitation/create"``). Use it to go on without input the client
+        cannot give; ``ask`` on an undeclared kind fails the request with ``-32021``."""
+        if isinstance(request, str):
+            return request in INPUT_REQUEST_KINDS and self.capabilities.declares(request)
+        return missing_capabilities(self.capabilities, request) is None
+
+    @overload
+    def ask(self, key: str, request: ElicitFormRequest | ElicitUrlRequest) -> ElicitResult: ...
+    @overload
+    def ask(self, key: str, request: CreateMessageRequest) -> CreateMessageResult: ...
+    @overload
+    def ask(self, key: str, request: ListRootsRequest) -> ListRootsResult: ...
+
+    def ask(self, key: str, request: InputRequest) -> InputResponse:
+        """The answer to ``request`` under ``key``, or stop the run to ask for it.
+
+        The answer is only used when it answers this exact question (same canonical JSON);
+        a changed question is asked again. When there is no answer yet this raises
+        :class:`InputPending` and nothing after it runs this round: a later ``ask`` is not
+        reached until this one is answered (use :meth:`ask_all` to ask several at once).
+        A recorded answer stays the answer to that key and question for the rest of the
+        operation; to ask the same question again (say, after a decline), use a new key.
+
+        Raises:
+            InputPending: Not answered yet (let it propagate).
+            MissingCapabilityError: The client did not declare what this question needs
+                (``-32021``, S7).
+            ValueError: ``key`` was asked a different question earlier in this run.
+        """
+        answer = self._lookup(key, request)
+        if answer is not None:
+            return answer
+        required = missing_capabilities(self.capabilities, request)
+        if required is not None:
+            self._pending.pop(key, None)
+            raise MissingCapabilityError(required)
+        raise InputPending((key,))
+
+    def ask_all(self, requests: Mapping[str, InputRequest]) -> dict[str, InputResponse]:
+        """Answers to several questions, asked together in one round when any is missing.
+
+        Raises:
+            InputPending: Some are not answered yet; all of those are asked at once.
+            MissingCapabilityError: Some missing question needs an undeclared capability.
+        """
+        answers: dict[str, InputResponse] = {}
+        missing: list[str] = []
+        for key, request in requests.items():
+            answer = self._lookup(key, request)
+            if answer is None:
+                missing.append(key)
+            else:
+                answers[key] = answer
+        if missing:
+            needed = [
+                r
+                for key in missing
+                if (r := missing_capabilities(self.capabilities, requests[key])) is not None
+            ]
+            if needed:
+                for key in missing:
+                    self._pending.pop(key, None)
+                raise MissingCapabilityError(merge_capabilities(needed))
+            raise InputPending(tuple(missing))
+        return answers
+
+    def _lookup(self, key: str, request: InputRequest) -> InputResponse | None:
+        if not isinstance(key, str) or not key:
+            raise ValueError("an input request key must be a non-empty string")
+        wire = unstructure_input_request(request)
+        digest = question_digest(wire)
+        seen = self._questions.get(key)
+        if seen is not None and seen != digest:
+            raise ValueError(f"key {key!r} was asked a different question earlier in this run")
+        self._questions[key] = digest
+        recorded = self._answers.get(key)
+        if recorded is not None and recorded.digest == digest:
+            answer = self._structured.get(key)
+            if answer is None:
+                answer = structure_input_response(recorded.kind, recorded.data)
+                self._structured[key] = answer
+            return answer
+        self._pending[key] = Pending(request, wire, digest)
+        return None
+
+    # --- remembering ---------------------------------------------------------------------
+
+    def memo(self, name: str, fn: Callable[[], T]) -> T:
+        """``fn()`` computed on the first round that reaches here, then carried (sealed)
+        to later rounds. The value must be JSON-able; it is returned as it will read back
+        (tuples become lists)."""
+        if name in self._memo:
+            return cast(T, self._memo[name])
+        value = _json_roundtrip(name, fn())
+        self._memo[name] = value
+        return cast(T, value)
+
+    async def amemo(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`memo` for an async ``fn`` (any async runtime)."""
+        if name in self._memo:
+            return cast(T, self._memo[name])
+        value = _json_roundtrip(name, await fn())
+        self._memo[name] = value
+        return cast(T, value)
+
+    def once(self, name: str, fn: Callable[[], T]) -> T:
+        """Run a side-effecting step once per operation; later rounds get its recorded
+        (JSON-able) result without running it.
+
+        The record travels in the next ``requestState``. A client that echoes an *older*
+        state (from before the step ran) would run it again: declare the handler
+        ``HandlerSpec(single_use=True)`` with a shared replay guard so that cannot happen.
+        If ``fn`` raises, nothing is recorded.
+        """
+        if name in self._once:
+            return cast(T, self._once[name])
+        value = _json_roundtrip(name, fn())
+        self._once[name] = value
+        return cast(T, value)
+
+    async def aonce(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`once` for an async ``fn`` (any async runtime)."""
+        if name in self._once:
+            return cast(T, self._once[name])
+        value = _json_roundtrip(name, await fn())
+        self._once[name] = value
+        return cast(T, value)
+
+    # --- explicit mode -------------------------------------------------------------------
+
+    @property
+    def input_responses(self) -> Mapping[str, InputResponse]:
+        """Answers to the previous round's questions, validated (wrong shapes and schema
+        mismatches were refused with ``-32602`` before the handler ran; keys never asked
+        are dropped, S14)."""
+        return self._fresh
+
+    @property
+    def request_state(self) -> Any:
+        """The state the handler returned with its last :class:`InputRequired` (or
+        ``InputRequiredResult``), opened and verified; ``None`` on the first round."""
+        return self._request_state
+
+    def input_required(
+        self, requests: Mapping[str, InputRequest] | None = None, *, state: Any = None
+    ) -> InputRequired:
+        """Build the value an explicit-mode handler returns to ask by hand."""
+        return InputRequired(dict(requests or {}), state)
+
+    # --- for the engine --------------------------------------------------------------------
+
+    @property
+    def pending(self) -> Mapping[str, Pending]:
+        """Questions asked in this run that have no answer yet."""
+        return self._pending
+
+    @property
+    def memo_values(self) -> Mapping[str, Any]:
+        """Memoised values to carry."""
+        return self._memo
+
+    @property
+    def once_values(self) -> Mapping[str, Any]:
+        """Results of ``once`` steps to carry."""
+        return self._once
+
+    @property
+    def answers(self) -> Mapping[str, Recorded]:
+        """Every answer recorded so far, pinned to its question's digest."""
+        return self._answers
+
+
+def _json_roundtrip(name: str, value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"value for {name!r} is not JSON-able: {exc}") from exc

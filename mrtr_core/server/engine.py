@@ -1,0 +1,459 @@
+"""The server engine: resumable handlers over stateless rounds.
+
+Theory of operation. A ``tools/call``, ``prompts/get`` or ``resources/read`` arrives
+(S1). :meth:`ServerEngine.begin` verifies its ``requestState`` (binding, expiry, key; any
+failure is ``-32602`` and the handler never runs), reads ``inputResponses`` for the keys
+the previous round asked (wrong shapes and schema mismatches are ``-32602`` naming the
+key, S13, S18; missing keys are simply asked again, S15; unknown keys are ignored, S14),
+and builds the handler's :class:`~mrtr_core.server.context.Context`. The driver claims the
+token with its replay guard when the handler is single-use (S12), runs the handler, and
+hands what happened to :meth:`Run.finish`: a value (``Completed``), an unanswered
+question (``NeedsInput``: an ``input_required`` result with a freshly sealed state, S5), or
+an error. Nothing is kept in server memory between rounds, so the retry may reach any
+instance that shares the key ring.
+
+Example (sync driver; see ``mrtr_sync.server_engine.run_handler``)::
+
+    run = engine.begin(params, spec, now=now, principal=user)
+    if run.claim and not guard.claim(*run.claim, now):
+        raise run.replayed()
+    try:
+        value = spec.invoke(run.context)
+    except BaseException as exc:
+        outcome = run.finish(now, raised=exc)
+    else:
+        outcome = run.finish(now, returned=value)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from mrtr_core.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CodecError,
+    JsonRpcError,
+    LocalProtocolError,
+    StateSizeLimitError,
+)
+from mrtr_core.server.capabilities import (
+    MissingCapabilityError,
+    merge_capabilities,
+    missing_capabilities,
+)
+from mrtr_core.server.carried import Asked, Carried, Recorded
+from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
+from mrtr_core.server.limits import ServerLimits
+from mrtr_core.state.binding import Binding
+from mrtr_core.state.codec import StateCodec
+from mrtr_core.state.errors import StateRejectedError
+from mrtr_core.wire.converter import (
+    converter,
+    structure_input_response,
+    unstructure_input_request,
+)
+from mrtr_core.wire.models import (
+    ELICITATION_CREATE,
+    READ_RESOURCE,
+    RESULT_TYPE_INPUT_REQUIRED,
+    CallToolParams,
+    ElicitFormRequest,
+    ElicitResult,
+    GetPromptParams,
+    InputRequest,
+    InputRequiredResult,
+    InputResponse,
+    JsonObject,
+    MrtrParams,
+    ReadResourceParams,
+)
+
+__all__ = ["Completed", "HandlerSpec", "NeedsInput", "Run", "ServerEngine"]
+
+_MISSING: Final = object()
+_VALIDATOR_CACHE_SIZE: Final = 256
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
+@attrs.frozen(kw_only=True)
+class HandlerSpec:
+    """A handler and how the engine treats it.
+
+    Attributes:
+        handler: ``handler(ctx, **arguments)``; a plain function or a coroutine function
+            (the driver awaits it). It may ``ctx.ask``, or return ``ctx.input_required(...)``
+            / an ``InputRequiredResult`` (explicit mode), or return its final value.
+        single_use: Every ``requestState`` sealed for this handler can be used once: the
+            driver must claim ``run.claim`` with a replay guard before running it (S12).
+        name: For logs.
+    """
+
+    handler: Callable[..., Any]
+    single_use: bool = False
+    name: str = ""
+
+    def invoke(self, ctx: Context) -> Any:
+        """Call the handler: ``handler(ctx, **ctx.arguments)`` (``handler(ctx)`` for
+        ``resources/read``). Returns its value, or the coroutine for async handlers."""
+        if ctx.method == READ_RESOURCE:
+            return self.handler(ctx)
+        return self.handler(ctx, **ctx.arguments)
+
+
+@attrs.frozen
+class Completed:
+    """The handler finished. ``value`` is what it returned; the app turns it into the
+    method's result (with ``resultType: "complete"``). ``rounds`` counts the
+    ``input_required`` results that came before."""
+
+    value: Any
+    rounds: int = 0
+
+
+@attrs.frozen
+class NeedsInput:
+    """The round ends with ``input_required``.
+
+    Attributes:
+        result: The full result object: ``resultType``, ``inputRequests`` (left out for a
+            state-only round) and the freshly sealed ``requestState``.
+        rounds: ``input_required`` results in this operation so far, this one included.
+    """
+
+    result: JsonObject
+    rounds: int
+
+    @property
+    def request_state(self) -> str:
+        """The sealed state the client must echo."""
+        return str(self.result["requestState"])
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The ``inputRequests`` keys, in the order asked."""
+        return tuple(self.result.get("inputRequests", {}))
+
+
+class ServerEngine:
+    """Runs MRTR handlers round by round. Pure: time, principal and randomness come in.
+
+    Args:
+        codec: Seals and opens ``requestState`` (instances that share its key ring and
+            audience can serve each other's rounds).
+        limits: Bounds on rounds, sizes and counts.
+    """
+
+    def __init__(self, codec: StateCodec, *, limits: ServerLimits | None = None) -> None:
+        self._codec = codec
+        self._limits = limits if limits is not None else ServerLimits()
+        codec_max = codec.max_bytes
+        own = self._limits.max_state_bytes
+        self._max_state_bytes = codec_max if own is None else min(own, codec_max)
+        self._validators: dict[str, Any] = {}
+
+    @property
+    def codec(self) -> StateCodec:
+        """The state codec."""
+        return self._codec
+
+    @property
+    def limits(self) -> ServerLimits:
+        """The limits in force."""
+        return self._limits
+
+    def begin(
+        self, params: MrtrParams, spec: HandlerSpec, *, now: float, principal: str | None = None
+    ) -> Run:
+        """Start one round: verify state and answers; nothing of the handler runs yet.
+
+        Args:
+            params: Params of ``tools/call``, ``prompts/get`` or ``resources/read`` (only
+                these may answer ``input_required``, S1/S2).
+            spec: The handler for ``params.target``.
+            now: The current time on the clock the codec uses (Unix seconds).
+            principal: The authenticated user, or ``None``.
+
+        Raises:
+            StateRejectedError: Bad ``requestState`` (``-32602``, fixed message).
+            JsonRpcError: ``-32602`` for bad or oversized ``inputResponses`` (key named).
+        """
+        if not isinstance(params, CallToolParams | GetPromptParams | ReadResourceParams):
+            raise LocalProtocolError(
+                f"only tools/call, prompts/get and resources/read run MRTR handlers, "
+                f"not {type(params).__name__}"
+            )
+        binding = Binding.for_params(params, principal)
+        carried = Carried()
+        claim: tuple[str, float] | None = None
+        token = params.request_state
+        if token is not None:
+            if len(token) > self._max_state_bytes:  # before any crypto
+                raise StateRejectedError("too_large", f"{len(token)} > {self._max_state_bytes}")
+            opened = self._codec.open(token, binding, now)
+            carried = Carried.from_payload(opened.payload)
+            if spec.single_use:
+                # The codec accepts the token until exp + skew on the opening instance's
+                # clock, and instance clocks differ by up to skew: the guard (pruned by
+                # whichever instance claims next) must remember it until exp + 2 * skew.
+                claim = (opened.token_id, opened.expires_at + 2 * self._codec.skew)
+        fresh, recorded = self._read_responses(params.input_responses, carried.asked)
+        answers = dict(carried.answers)
+        answers.update(recorded)
+        context = Context(
+            params=params,
+            principal=principal,
+            round=carried.rounds + 1,
+            answers=answers,
+            fresh=fresh,
+            memo=carried.memo,
+            once=carried.once,
+            request_state=carried.user,
+        )
+        return Run(self, params, spec, binding, carried, context, claim)
+
+    # --- inputResponses ----------------------------------------------------------------
+
+    def _read_responses(
+        self, raw: Mapping[str, Any] | None, asked: Mapping[str, Asked]
+    ) -> tuple[dict[str, InputResponse], dict[str, Recorded]]:
+        if raw is None:  # `inputResponses: null` counts as absent
+            return {}, {}
+        if not isinstance(raw, Mapping):
+            raise _invalid_params("inputResponses must be an object", reason="malformed")
+        limits = self._limits
+        if len(raw) > limits.max_input_responses:
+            raise _invalid_params(
+                f"inputResponses has {len(raw)} entries; at most "
+                f"{limits.max_input_responses} are accepted",
+                reason="too_many",
+            )
+        try:
+            size = len(_ENCODER.encode(raw))
+        except (TypeError, ValueError):
+            raise _invalid_params("inputResponses is not JSON", reason="malformed") from None
+        if size > limits.max_input_responses_bytes:
+            raise _invalid_params(
+                f"inputResponses is {size} bytes; at most "
+                f"{limits.max_input_responses_bytes} are accepted",
+                reason="too_large",
+            )
+        fresh: dict[str, InputResponse] = {}
+        recorded: dict[str, Recorded] = {}
+        # Only keys this operation asked in the previous round count; others are ignored
+        # (S14) and keys left out will simply be asked again (S15).
+        for key, question in asked.items():
+            if key not in raw:
+                continue
+            path = f"inputResponses.{key}"
+            try:
+                answer = structure_input_response(question.kind, raw[key], path=path)
+            except CodecError as exc:
+                raise _invalid_params(
+                    f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
+                ) from exc
+            self._check_schema(key, question, answer)
+            fresh[key] = answer
+            recorded[key] = Recorded(question.digest, question.kind, converter.unstructure(answer))
+        return fresh, recorded
+
+    def _check_schema(self, key: str, question: Asked, answer: InputResponse) -> None:
+        # S18: elicitation answers should match the requested schema.
+        if (
+            question.kind != ELICITATION_CREATE
+            or question.schema is None
+            or not isinstance(answer, ElicitResult)
+            or answer.action != "accept"
+        ):
+            return
+        validator = self._validators.get(question.digest)
+        if validator is None:
+            if len(self._validators) >= _VALIDATOR_CACHE_SIZE:
+                self._validators.clear()
+            validator = Draft202012Validator(question.schema)
+            self._validators[question.digest] = validator
+        error = best_match(validator.iter_errors(answer.content or {}))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path)
+            raise _invalid_params(
+                f"inputResponses entry {key!r} does not match the requested schema"
+                f"{' at ' + where if where else ''}: {error.message}",
+                key=key,
+                reason="schema_mismatch",
+            )
+
+    # --- sealing the next round ---------------------------------------------------------
+
+    def _needs_input(
+        self,
+        run: Run,
+        now: float,
+        questions: Mapping[str, tuple[InputRequest, JsonObject, str]],
+        user: Any,
+    ) -> NeedsInput:
+        limits = self._limits
+        rounds = run.carried.rounds + 1
+        if rounds > limits.max_rounds:
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                f"Too many rounds: this request may ask for input at most "
+                f"{limits.max_rounds} times",
+                {"limit": "max_rounds", "value": limits.max_rounds},
+            )
+        if len(questions) > limits.max_input_requests:
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                f"Too many input requests in one round ({len(questions)} > "
+                f"{limits.max_input_requests})",
+                {"limit": "max_input_requests", "value": limits.max_input_requests},
+            )
+        ctx = run.context
+        asked = {
+            key: Asked(
+                request.method,
+                digest,
+                request.requested_schema if isinstance(request, ElicitFormRequest) else None,
+            )
+            for key, (request, _, digest) in questions.items()
+        }
+        carried = Carried(
+            rounds=rounds,
+            asked=asked,
+            answers=dict(ctx.answers),
+            memo=dict(ctx.memo_values),
+            once=dict(ctx.once_values),
+            user=user,
+        )
+        try:
+            token = self._codec.seal(carried.to_payload(), run.binding, now)
+        except StateSizeLimitError as exc:
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                "The requestState for this round exceeds the size limit",
+                {"limit": "max_state_bytes", "value": exc.value},
+            ) from exc
+        if len(token) > self._max_state_bytes:
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                "The requestState for this round exceeds the size limit",
+                {"limit": "max_state_bytes", "value": self._max_state_bytes},
+            )
+        result: JsonObject = {"resultType": RESULT_TYPE_INPUT_REQUIRED}
+        if questions:
+            result["inputRequests"] = {key: wire for key, (_, wire, _) in questions.items()}
+        result["requestState"] = token
+        return NeedsInput(result, rounds)
+
+    def _explicit(
+        self, run: Run, now: float, requests: Mapping[str, InputRequest], user: Any
+    ) -> NeedsInput:
+        caps = run.context.capabilities
+        needed = [
+            r for req in requests.values() if (r := missing_capabilities(caps, req)) is not None
+        ]
+        if needed:  # S6/S7 apply to hand-built results too
+            raise MissingCapabilityError(merge_capabilities(needed))
+        questions: dict[str, tuple[InputRequest, JsonObject, str]] = {}
+        for key, request in requests.items():
+            if not isinstance(key, str) or not key:
+                raise ValueError("an input request key must be a non-empty string")
+            wire = unstructure_input_request(request)
+            questions[key] = (request, wire, question_digest(wire))
+        try:
+            _ENCODER.encode(user)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"explicit request state is not JSON-able: {exc}") from exc
+        return self._needs_input(run, now, questions, user)
+
+
+class Run:
+    """One round of one handler: created by :meth:`ServerEngine.begin`.
+
+    Attributes:
+        claim: ``(token_id, expires_at)`` when the handler is single-use and the request
+            carried a state: the driver must ``guard.claim(*run.claim, now)`` before running
+            the handler, and raise :meth:`replayed` when that returns ``False``.
+        context: The handler's context.
+        spec: The handler spec.
+        params: The request's params.
+        binding: What this request's state is bound to.
+    """
+
+    def __init__(
+        self,
+        engine: ServerEngine,
+        params: MrtrParams,
+        spec: HandlerSpec,
+        binding: Binding,
+        carried: Carried,
+        context: Context,
+        claim: tuple[str, float] | None,
+    ) -> None:
+        self._engine = engine
+        self.params = params
+        self.spec = spec
+        self.binding = binding
+        self.carried = carried
+        self.context = context
+        self.claim = claim
+        self._finished = False
+
+    def replayed(self) -> StateRejectedError:
+        """The error for a token the replay guard has seen before (``-32602`` on the wire)."""
+        return StateRejectedError("replayed", "single-use requestState used again")
+
+    def finish(
+        self, now: float, *, returned: Any = _MISSING, raised: BaseException | None = None
+    ) -> Completed | NeedsInput:
+        """Turn what the handler did into the round's outcome.
+
+        Pass exactly one of ``returned`` (its return value, awaited if it was a coroutine)
+        or ``raised`` (the exception it raised).
+
+        Returns:
+            ``Completed(value)``, or ``NeedsInput(result)`` when a question is unanswered or
+            the handler returned ``ctx.input_required(...)`` / an ``InputRequiredResult``.
+
+        Raises:
+            MissingCapabilityError: ``-32021`` (S7).
+            JsonRpcError: ``-32603`` when a limit stops the round (rounds, input requests,
+                state size).
+            BaseException: Any other exception the handler raised, re-raised as is.
+        """
+        if self._finished:
+            raise LocalProtocolError("this run has already finished")
+        if (returned is _MISSING) == (raised is None):
+            raise LocalProtocolError("pass exactly one of returned= or raised=")
+        self._finished = True
+        pending = self.context.pending
+        if raised is not None:
+            if isinstance(raised, InputPending) and pending:
+                return self._engine._needs_input(self, now, _questions(pending), None)
+            raise raised
+        if isinstance(returned, InputRequired):
+            return self._engine._explicit(self, now, returned.requests, returned.state)
+        if isinstance(returned, InputRequiredResult):
+            return self._engine._explicit(
+                self, now, returned.input_requests or {}, returned.request_state
+            )
+        if pending:
+            # The handler swallowed InputPending: an unanswered question still ends the run.
+            return self._engine._needs_input(self, now, _questions(pending), None)
+        return Completed(returned, self.carried.rounds)
+
+
+def _questions(pending: Mapping[str, Any]) -> dict[str, tuple[InputRequest, JsonObject, str]]:
+    return {key: (p.request, p.wire, p.digest) for key, p in pending.items()}
+
+
+def _invalid_params(message: str, *, key: str | None = None, reason: str) -> JsonRpcError:
+    data: JsonObject = {"reason": reason}
+    if key is not None:
+        data["key"] = key
+    return JsonRpcError(INVALID_PARAMS, message, data)

@@ -1,0 +1,82 @@
+"""What a sealed ``requestState`` is bound to, and the canonical JSON digests behind it.
+
+A token is only good for the request that minted it: the same method, the same tool or
+prompt name (or resource URI), the same arguments, the same principal (S11a, S11c, S16);
+the codec adds the audience (the server's identity) and the expiry (S11b).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+import attrs
+
+from mrtr_core.wire.models import MrtrParams
+
+__all__ = ["Binding", "canonical_json", "digest_arguments", "digest_json"]
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text: sorted keys, no whitespace, ASCII only.
+
+    ASCII escaping keeps the encoding total (a lone surrogate from a peer escapes instead of
+    raising). Used for digests only; sealed payloads are written without sorting.
+    """
+    return _CANONICAL(value)
+
+
+def digest_json(value: Any) -> str:
+    """SHA-256 of :func:`canonical_json`, first 16 bytes, base64url without padding."""
+    raw = hashlib.sha256(canonical_json(value).encode("ascii")).digest()[:16]
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def digest_arguments(arguments: dict[str, Any] | None) -> str:
+    """Digest of a request's ``arguments``; absent arguments digest like ``{}``."""
+    return digest_json(arguments if arguments is not None else {})
+
+
+@attrs.frozen(kw_only=True)
+class Binding:
+    """The request a ``requestState`` belongs to (S11).
+
+    Attributes:
+        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
+        target: The tool or prompt name, or the resource URI.
+        arguments_digest: :func:`digest_arguments` of the request's arguments.
+        principal: The authenticated user, or ``None`` for an unauthenticated request.
+        tag: SHA-256 over all four (16 bytes, computed once; what the codec seals).
+        digest: ``tag`` as base64url text.
+    """
+
+    method: str
+    target: str
+    arguments_digest: str
+    principal: str | None = None
+    tag: bytes = attrs.field(init=False, repr=False)
+    digest: str = attrs.field(init=False)
+
+    @tag.default
+    def _tag(self) -> bytes:
+        identity = [self.method, self.target, self.arguments_digest, self.principal]
+        return hashlib.sha256(canonical_json(identity).encode("ascii")).digest()[:16]
+
+    @digest.default
+    def _digest(self) -> str:
+        return base64.urlsafe_b64encode(self.tag).rstrip(b"=").decode("ascii")
+
+    @classmethod
+    def for_params(cls, params: MrtrParams, principal: str | None = None) -> Binding:
+        """The binding of one incoming (or outgoing) MRTR request."""
+        arguments = getattr(params, "arguments", None)
+        return cls(
+            method=params.method,
+            target=params.target,
+            arguments_digest=digest_arguments(arguments),
+            principal=principal,
+        )

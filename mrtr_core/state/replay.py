@@ -1,0 +1,61 @@
+"""Single-use ``requestState``: the replay guard protocol and an in-memory guard.
+
+Binding, expiry and audience narrow replay but do not prevent it: a token can be echoed
+again until it expires. A server that needs at-most-once use must enforce it itself (S12;
+digest §2.10). The engine hands the driver ``(token_id, expires_at)``; the driver asks a
+guard to claim the id before the handler runs. A guard shared by every instance (Redis, in
+the adapters) makes a token usable once across the whole deployment.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Protocol, runtime_checkable
+
+__all__ = ["MemoryReplayGuard", "ReplayGuard"]
+
+
+@runtime_checkable
+class ReplayGuard(Protocol):
+    """Remembers token ids until they expire."""
+
+    def claim(self, token_id: str, expires_at: float, now: float) -> bool:
+        """Record ``token_id`` as used until ``expires_at``.
+
+        Returns:
+            ``True`` the first time an id is claimed, ``False`` when it was claimed before
+            and has not expired yet.
+        """
+        ...
+
+
+class MemoryReplayGuard:
+    """A replay guard held in this process's memory (one instance only).
+
+    Pure: the caller passes ``now``; expired ids are pruned as time moves on, so memory
+    stays bounded by the number of tokens alive at once.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, float] = {}
+        self._expiry: list[tuple[float, str]] = []
+
+    def claim(self, token_id: str, expires_at: float, now: float) -> bool:
+        """See :meth:`ReplayGuard.claim`."""
+        self._prune(now)
+        if token_id in self._seen:
+            return False
+        if expires_at <= now:
+            # Already past its lifetime: nothing to remember, and the codec refuses it anyway.
+            return True
+        self._seen[token_id] = expires_at
+        heapq.heappush(self._expiry, (expires_at, token_id))
+        return True
+
+    def _prune(self, now: float) -> None:
+        while self._expiry and self._expiry[0][0] <= now:
+            _, token_id = heapq.heappop(self._expiry)
+            self._seen.pop(token_id, None)
+
+    def __len__(self) -> int:
+        return len(self._seen)

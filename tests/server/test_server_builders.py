@@ -1,0 +1,148 @@
+"""Question builders, answer readers, and the capability arithmetic behind -32021."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from server_helpers import Runtime, accept, make_engine, retry, tool_call
+
+from mrtr_core.server import (
+    Completed,
+    Context,
+    NeedsInput,
+    accepted,
+    cancelled,
+    content,
+    declined,
+    form,
+    merge_capabilities,
+    root_uris,
+    roots,
+    sample,
+    text,
+    url,
+)
+from mrtr_core.wire import (
+    CreateMessageResult,
+    ElicitResult,
+    ListRootsResult,
+    Root,
+    unstructure_input_request,
+)
+
+
+def test_form_from_fields() -> None:
+    request = form("Deploy?", confirm=bool, ticket=str, count=int, ratio=float, size=["S", "M"])
+    assert request.requested_schema == {
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean"},
+            "ticket": {"type": "string"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "size": {"type": "string", "enum": ["S", "M"]},
+        },
+        "required": ["confirm", "ticket", "count", "ratio", "size"],
+    }
+    note = form("Note?", note={"type": "string", "maxLength": 10})
+    assert note.requested_schema["properties"]["note"] == {"type": "string", "maxLength": 10}
+
+
+def test_form_from_schema_and_misuse() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert form("Q", schema).requested_schema == schema
+    with pytest.raises(TypeError):
+        form("Q", schema, a=str)
+    with pytest.raises(ValueError):
+        form("Q", {"type": "string"})
+    with pytest.raises(TypeError):
+        form("Q", a=dict)
+    with pytest.raises(TypeError):
+        form("Q", a=[])
+
+
+def test_url_sample_roots_on_the_wire() -> None:
+    assert unstructure_input_request(url("Connect", "https://example.com/c")) == {
+        "method": "elicitation/create",
+        "params": {"mode": "url", "message": "Connect", "url": "https://example.com/c"},
+    }
+    wire = unstructure_input_request(
+        sample(
+            ["Hi", {"role": "assistant", "content": {"type": "text", "text": "Hello"}}],
+            50,
+            system_prompt="Be brief",
+            temperature=0.2,
+            tool_choice={"mode": "none"},
+        )
+    )
+    assert wire == {
+        "method": "sampling/createMessage",
+        "params": {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Hi"}},
+                {"role": "assistant", "content": {"type": "text", "text": "Hello"}},
+            ],
+            "maxTokens": 50,
+            "systemPrompt": "Be brief",
+            "temperature": 0.2,
+            "toolChoice": {"mode": "none"},
+        },
+    }
+    assert unstructure_input_request(roots()) == {"method": "roots/list"}
+
+
+def test_answer_readers() -> None:
+    yes = ElicitResult(action="accept", content={"ok": True})
+    empty = ElicitResult(action="accept")
+    no = ElicitResult(action="decline")
+    gone = ElicitResult(action="cancel")
+    assert accepted(yes) and not declined(yes) and not cancelled(yes)
+    assert declined(no) and cancelled(gone)
+    assert content(yes) == {"ok": True} and content(empty) == {} and content(no) is None
+    reply = CreateMessageResult(
+        role="assistant",
+        content=[
+            {"type": "text", "text": "a"},
+            {"type": "image", "data": ""},
+            {"type": "text", "text": "b"},
+        ],
+        model="m",
+    )
+    assert text(reply) == "ab" and not accepted(reply)
+    assert root_uris(ListRootsResult(roots=[Root(uri="file:///a"), Root(uri="file:///b")])) == [
+        "file:///a",
+        "file:///b",
+    ]
+
+
+def test_merge_capabilities() -> None:
+    merged = merge_capabilities(
+        [
+            {"elicitation": {}},
+            {"elicitation": {"url": {}}},
+            {"sampling": {"tools": {}}},
+            {"sampling": {}},
+        ]
+    )
+    assert merged == {"elicitation": {"url": {}}, "sampling": {"tools": {}}}
+
+
+def test_asking_again_after_a_decline_takes_a_new_key(rt: Runtime) -> None:
+    def handler(ctx: Context) -> Any:
+        attempt = 0
+        while True:
+            answer = ctx.ask(f"confirm_{attempt}", form("Sure?", ok=bool))
+            if accepted(answer):
+                return attempt
+            attempt += 1
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("again")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput) and r1.keys == ("confirm_0",)
+    r2 = rt.call(engine, retry(first, r1, {"confirm_0": {"action": "decline"}}), spec)
+    assert isinstance(r2, NeedsInput) and r2.keys == ("confirm_1",)
+    r3 = rt.call(engine, retry(first, r2, {"confirm_1": accept(ok=True)}), spec)
+    assert isinstance(r3, Completed) and r3.value == 1

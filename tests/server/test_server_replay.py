@@ -1,0 +1,103 @@
+"""Single-use requestState: the in-memory guard, and Redis shared by two instances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+from mrtr_sync.replay_redis import RedisReplayGuard, ttl_ms
+from server_helpers import KEY1, T0, Runtime, accept, make_engine, retry, tool_call
+
+from mrtr_core.server import Completed, Context, NeedsInput, form
+from mrtr_core.state import KeyRing, MemoryReplayGuard, ReplayGuard, StateRejectedError
+
+
+def test_memory_guard_claims_once_and_forgets_after_expiry() -> None:
+    guard = MemoryReplayGuard()
+    assert isinstance(guard, ReplayGuard)
+    assert guard.claim("t1", T0 + 10, T0) is True
+    assert guard.claim("t1", T0 + 10, T0 + 5) is False
+    assert guard.claim("t2", T0 + 20, T0 + 5) is True
+    assert len(guard) == 2
+    # Past t1's expiry it is pruned (the codec refuses such a token anyway).
+    assert guard.claim("t3", T0 + 30, T0 + 10) is True
+    assert len(guard) == 2
+    assert guard.claim("t1", T0 + 40, T0 + 11) is True
+    # An id whose lifetime is already over is not remembered at all.
+    assert guard.claim("old", T0, T0 + 50) is True
+    assert len(guard) == 0
+
+
+def test_redis_guard_sets_a_key_with_the_remaining_lifetime(redis_client: redis.Redis) -> None:
+    guard = RedisReplayGuard(redis_client, prefix="test:")
+    assert guard.claim("abc", T0 + 12.5, T0) is True
+    assert guard.claim("abc", T0 + 12.5, T0 + 1) is False
+    pttl = redis_client.pttl("test:abc")
+    assert 0 < pttl <= 12_500
+    assert ttl_ms(T0 + 0.0001, T0) == 1
+    assert ttl_ms(T0 - 5, T0) == 1
+
+
+def _single_use_flow() -> Any:
+    def handler(ctx: Context) -> Any:
+        ctx.ask("confirm", form("Proceed?", ok=bool))
+        return ctx.ask("ticket", form("Ticket?", id=str)).content
+
+    return handler
+
+
+def test_replay_is_refused_on_every_instance_through_real_redis(
+    rt: Runtime, redis_client: redis.Redis, redis_port: int
+) -> None:
+    runs = {"n": 0}
+    flow = _single_use_flow()
+
+    def counted(ctx: Context) -> Any:
+        runs["n"] += 1
+        return flow(ctx)
+
+    spec = rt.spec(counted, single_use=True)
+    ring = KeyRing({"k1": KEY1}, active="k1")
+    instance_a, instance_b = make_engine(ring, seed=1), make_engine(ring, seed=2)
+    guard_a, guard_b = rt.redis_guard(redis_port), rt.redis_guard(redis_port)
+
+    first = tool_call("ship")
+    r1 = rt.call(instance_a, first, spec, guard=guard_a)
+    assert isinstance(r1, NeedsInput)
+    second = retry(first, r1, {"confirm": accept(ok=True)})
+    r2 = rt.call(instance_b, second, spec, guard=guard_b, now=T0 + 1)
+    assert isinstance(r2, NeedsInput)
+    assert runs["n"] == 2
+
+    # The same token again, on either instance: refused, handler not run.
+    for engine, guard in ((instance_a, guard_a), (instance_b, guard_b)):
+        with pytest.raises(StateRejectedError) as info:
+            rt.call(engine, second, spec, guard=guard, now=T0 + 2)
+        assert info.value.reason == "replayed"
+        assert info.value.to_error_object()["code"] == -32602
+    assert runs["n"] == 2
+
+    # The fresh token from round 2 still works, once.
+    third = retry(first, r2, {"ticket": accept(id="T-9")})
+    r3 = rt.call(instance_a, third, spec, guard=guard_a, now=T0 + 3)
+    assert isinstance(r3, Completed) and r3.value == {"id": "T-9"}
+    with pytest.raises(StateRejectedError):
+        rt.call(instance_b, third, spec, guard=guard_b, now=T0 + 4)
+    assert runs["n"] == 3
+    assert len(redis_client.keys("mrtr:replay:*")) == 2
+
+
+def test_handlers_that_are_not_single_use_never_claim(
+    rt: Runtime, redis_client: redis.Redis, redis_port: int
+) -> None:
+    spec = rt.spec(_single_use_flow())
+    engine = make_engine()
+    first = tool_call("ship")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    second = retry(first, r1, {"confirm": accept(ok=True)})
+    for _ in range(2):
+        outcome = rt.call(engine, second, spec, guard=rt.redis_guard(redis_port))
+        assert isinstance(outcome, NeedsInput)
+    assert redis_client.keys("mrtr:replay:*") == []
