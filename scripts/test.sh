@@ -18,10 +18,9 @@ fi
 .venv/bin/python -m pip install --quiet --cache-dir "$MRTR_CACHE/pip" -e '.[test]'
 
 step "services and harness"
-for script in scripts/setup_*.sh; do
-    [ -e "$script" ] || continue
-    bash "$script"
-done
+bash scripts/redis.sh install
+bash scripts/setup_nginx.sh
+bash scripts/conformance.sh --install >/dev/null
 
 step "ruff"
 .venv/bin/ruff check .

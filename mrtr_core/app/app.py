@@ -1,0 +1,653 @@
+"""The minimal MCP 2026-07-28 server surface, sans-IO.
+
+:class:`App` answers ``server/discover``, the list methods, ``completion/complete`` and the
+three MRTR methods (``tools/call``, ``prompts/get``, ``resources/read``) for the tools,
+prompts and resources registered on it with decorators. It reads decoded JSON-RPC messages
+and returns replies; it never touches a socket, a clock or a thread. Handlers are resumable
+(they run under the server engine's :class:`~mrtr_core.server.Context`), so a driver runs
+them between :meth:`App.receive` and :meth:`App.complete`.
+
+Validation order (digest §3.5, after the transport's own parse and header checks):
+
+1. the JSON-RPC envelope (-32600);
+2. the per-request ``_meta``: ``protocolVersion`` and ``clientCapabilities`` (-32602, 400);
+3. the protocol version (-32022 with ``data: {supported, requested}``, 400);
+4. the method exists and its capability is advertised (-32601, 404);
+5. the method's params: unknown tool/prompt/resource, bad arguments (-32602);
+6. ``requestState`` and ``inputResponses`` (the engine; -32602);
+7. the handler (a missing client capability: -32021, 400).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+from mrtr_core.app.completion import completion_params, completion_result
+from mrtr_core.app.progress import ProgressBook
+from mrtr_core.app.registry import (
+    CacheScope,
+    Completer,
+    PromptArgument,
+    PromptDef,
+    ResourceDef,
+    ResourceTemplateDef,
+    ToolDef,
+    first_paragraph,
+    is_template,
+)
+from mrtr_core.app.reply import Reply, RequestId, RunHandler
+from mrtr_core.app.results import prompt_result, resource_result, tool_error_result, tool_result
+from mrtr_core.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    CodecError,
+    JsonRpcError,
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+)
+from mrtr_core.jsonrpc import MessageError, Notification, Request, parse_request
+from mrtr_core.server import Completed, HandlerSpec, NeedsInput, ServerEngine, ServerLimits
+from mrtr_core.state import StateCodec
+from mrtr_core.wire.converter import META_SERVER_INFO, structure_params, structure_request_meta
+from mrtr_core.wire.models import (
+    CALL_TOOL,
+    GET_PROMPT,
+    PROTOCOL_VERSION,
+    READ_RESOURCE,
+    CallToolParams,
+    GetPromptParams,
+    JsonObject,
+    MrtrParams,
+    ReadResourceParams,
+    RequestMeta,
+)
+
+__all__ = ["REMOVED_METHODS", "SUPPORTED_VERSIONS", "App"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
+
+# Methods 2026-07-28 removed (SEP-2575; digest §3.2): answered -32601 / 404 like any unknown
+# method. Listed to name them in the error message.
+REMOVED_METHODS: Final = frozenset({
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+})
+
+_MISSING: Final = object()
+
+_Route = Callable[[Request, RequestMeta, float, "str | None"], "Reply | RunHandler"]
+
+
+class App:
+    """An MCP 2026-07-28 server: a registry of tools, prompts and resources plus the
+    protocol rules around them.
+
+    Args:
+        name: The server's name (``serverInfo.name``; also a sensible codec audience).
+        version: The server's version (``serverInfo.version``).
+        codec: Seals and opens ``requestState`` (share its key ring across instances).
+        instructions: Optional ``instructions`` for ``server/discover``.
+        server_info: Put ``io.modelcontextprotocol/serverInfo`` in every result's ``_meta``
+            (a SHOULD, digest §1.1).
+        limits: The engine's limits (rounds, input requests per round, state size, ...).
+        ttl_ms: ``ttlMs`` on ``server/discover`` and list results (caching.mdx).
+        cache_scope: ``cacheScope`` on ``server/discover`` and list results.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        *,
+        codec: StateCodec,
+        instructions: str | None = None,
+        server_info: bool = True,
+        limits: ServerLimits | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
+    ) -> None:
+        if not isinstance(ttl_ms, int) or ttl_ms < 0:
+            raise ValueError("ttl_ms must be a non-negative integer")
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.server_info = server_info
+        self.ttl_ms = ttl_ms
+        self.cache_scope: CacheScope = cache_scope
+        self.engine = ServerEngine(codec, limits=limits if limits is not None else ServerLimits())
+        self._tools: dict[str, ToolDef] = {}
+        self._prompts: dict[str, PromptDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: dict[str, ResourceTemplateDef] = {}
+        self._completer: Completer | None = None
+        self._progress = ProgressBook()
+
+    # --- registration ------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: JsonObject | None = None,
+        single_use: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a tool. The handler is ``(ctx, **arguments)``, sync or async.
+
+        Args:
+            name: Defaults to the function's name (1-128 of ``[A-Za-z0-9_.-]``).
+            description: Defaults to the docstring's first paragraph.
+            input_schema: A JSON Schema (2020-12) with ``type: object`` at the root; by
+                default derived from the handler's keyword parameters and annotations.
+                Arguments are validated against it (-32602 on mismatch).
+            single_use: Every ``requestState`` of this tool may be redeemed once (the driver
+                claims it on a replay guard first).
+
+        The handler's value becomes the ``CallToolResult`` (see
+        :func:`~mrtr_core.app.results.tool_result`); an exception becomes a result with
+        ``isError: true``, except :class:`~mrtr_core.errors.JsonRpcError` and engine errors,
+        which are answered as JSON-RPC errors.
+        """
+
+        def register(handler: F) -> F:
+            tool = ToolDef.build(handler, name=name, description=description,
+                                 input_schema=input_schema, single_use=single_use)
+            if tool.name in self._tools:
+                raise ValueError(f"tool {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
+            return handler
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None = None,
+        single_use: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a prompt. The handler is ``(ctx, **arguments)`` with string arguments.
+
+        ``arguments`` are ``{"name", "description", "required"}`` mappings (or names, which
+        are required); by default derived from the handler's parameters. The handler returns
+        a string, a list of messages, or a whole ``GetPromptResult`` mapping.
+        """
+
+        def register(handler: F) -> F:
+            prompt = PromptDef.build(handler, name=name, description=description,
+                                     arguments=arguments, single_use=single_use)
+            if prompt.name in self._prompts:
+                raise ValueError(f"prompt {prompt.name!r} is already registered")
+            self._prompts[prompt.name] = prompt
+            return handler
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        name: str | None = None,
+        mime_type: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: CacheScope = "private",
+        single_use: bool = False,
+    ) -> Callable[[F], F]:
+        """Register a resource, or a resource template when ``uri`` contains ``{var}``.
+
+        The handler is ``(ctx, uri)`` (templates: ``(ctx, uri, **variables)``) and returns
+        text, bytes (sent as a base64 blob), a list of contents items, or a whole
+        ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
+        """
+        if not isinstance(ttl_ms, int) or ttl_ms < 0:
+            raise ValueError("ttl_ms must be a non-negative integer")
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+
+        def register(handler: F) -> F:
+            label = name or handler.__name__
+            doc = description if description is not None else first_paragraph(handler.__doc__)
+            if is_template(uri):
+                if uri in self._templates:
+                    raise ValueError(f"resource template {uri!r} is already registered")
+                self._templates[uri] = ResourceTemplateDef(
+                    uri_template=uri, name=label, description=doc, mime_type=mime_type,
+                    handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
+                    single_use=single_use, pattern=ResourceTemplateDef.compile(uri),
+                )
+            else:
+                if uri in self._resources:
+                    raise ValueError(f"resource {uri!r} is already registered")
+                self._resources[uri] = ResourceDef(
+                    uri=uri, name=label, description=doc, mime_type=mime_type,
+                    handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
+                    single_use=single_use,
+                )
+            return handler
+
+        return register
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the ``completion/complete`` handler ``(ref, argument, context)``.
+
+        ``ref`` is ``{"type": "ref/prompt", "name"}`` or ``{"type": "ref/resource", "uri"}``,
+        ``argument`` is ``{"name", "value"}``, ``context`` the optional ``{"arguments"}``.
+        It returns a list of strings (or a ``{"values", "total", "hasMore"}`` mapping); it is
+        called synchronously. Registering it advertises the ``completions`` capability.
+        """
+
+        def register(handler: F) -> F:
+            if self._completer is not None:
+                raise ValueError("a completion handler is already registered")
+            self._completer = Completer(handler=handler)
+            return handler
+
+        return register
+
+    def report_progress(
+        self,
+        ctx: Any,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Emit ``notifications/progress`` for the request ``ctx`` belongs to.
+
+        Sent only when the request carried a ``progressToken`` (progress.mdx); delivered
+        before the reply (``Reply.notifications``). ``progress`` must increase with every
+        notification of a request.
+
+        Raises:
+            LocalProtocolError: ``ctx`` is not the context of a handler of this app that is
+                still running.
+            ValueError: ``progress`` did not increase, or is not a finite number.
+        """
+        self._progress.report(ctx, progress, total, message)
+
+    # --- introspection -------------------------------------------------------------------
+
+    def find_tool(self, name: str) -> ToolDef | None:
+        """The registered tool of that name (the HTTP layer reads ``x-mcp-header`` from its
+        ``input_schema``)."""
+        return self._tools.get(name)
+
+    def tool_header_params(self, name: str) -> dict[str, str]:
+        """``{argument: header name}`` for the tool's ``x-mcp-header`` arguments (mirrored
+        into ``Mcp-Param-<name>`` headers on HTTP, digest §3.3 item 6); ``{}`` for an unknown
+        tool or one without such arguments."""
+        tool = self._tools.get(name)
+        properties = tool.input_schema.get("properties") if tool is not None else None
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            arg: spec["x-mcp-header"]
+            for arg, spec in properties.items()
+            if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)
+        }
+
+    @property
+    def tools(self) -> tuple[ToolDef, ...]:
+        """Registered tools, in registration order (the ``tools/list`` order)."""
+        return tuple(self._tools.values())
+
+    @property
+    def prompts(self) -> tuple[PromptDef, ...]:
+        """Registered prompts, in registration order."""
+        return tuple(self._prompts.values())
+
+    def capabilities(self) -> JsonObject:
+        """The ``ServerCapabilities`` advertised by ``server/discover``: only what is
+        registered (a method behind an unadvertised capability answers -32601)."""
+        caps: JsonObject = {}
+        if self._completer is not None:
+            caps["completions"] = {}
+        if self._prompts:
+            caps["prompts"] = {}
+        if self._resources or self._templates:
+            caps["resources"] = {}
+        if self._tools:
+            caps["tools"] = {}
+        return caps
+
+    # --- the sans-IO entry points --------------------------------------------------------
+
+    def receive(
+        self, message: object, *, now: float, principal: str | None = None
+    ) -> Reply | RunHandler:
+        """Take one decoded JSON-RPC message.
+
+        Args:
+            message: The decoded JSON value (the transport already refused non-JSON, -32700).
+            now: The current time (seconds, the clock the codec's tokens use).
+            principal: The authenticated user (bound into ``requestState``), if any.
+
+        Returns:
+            A :class:`Reply` to send, or a :class:`RunHandler` the driver must run and then
+            pass to :meth:`complete`.
+        """
+        try:
+            msg = parse_request(message)
+        except MessageError as exc:
+            return Reply.error(exc.request_id, JsonRpcError(exc.jsonrpc_code, str(exc)))
+        if isinstance(msg, Notification):
+            # Notifications get no response (HTTP: 202, empty body; digest §3.3).
+            return Reply.accepted()
+        try:
+            return self._dispatch(msg, now, principal)
+        except JsonRpcError as exc:
+            return Reply.error(msg.id, exc)
+
+    def complete(
+        self,
+        step: RunHandler,
+        now: float,
+        *,
+        returned: Any = _MISSING,
+        raised: BaseException | None = None,
+    ) -> Reply:
+        """Finish a :class:`RunHandler` with what its handler returned or raised.
+
+        Returns the reply: the complete result, a fresh ``input_required`` result, or a
+        JSON-RPC error.
+
+        Raises:
+            LocalProtocolError: Neither or both of ``returned``/``raised`` given, or the step
+                was already finished.
+        """
+        if (returned is _MISSING) == (raised is None):
+            raise LocalProtocolError("pass exactly one of returned= and raised=")
+        if step.done:
+            raise LocalProtocolError("this step was already completed")
+        step.done = True
+        self._progress.close(step.run.context)
+        notes = step.notifications
+        try:
+            if raised is not None:
+                outcome = step.run.finish(now, raised=raised)
+            else:
+                outcome = step.run.finish(now, returned=returned)
+        except JsonRpcError as exc:
+            return Reply.error(step.request_id, exc, notes)
+        except RemoteProtocolError as exc:
+            # Something the client sent was wrong (its own JSON-RPC code, e.g. -32602).
+            return Reply.error(step.request_id, JsonRpcError(exc.jsonrpc_code, str(exc)), notes)
+        except MrtrError as exc:
+            # The engine or the server itself (a limit, a driver mistake): not the client's.
+            return Reply.error(step.request_id, JsonRpcError(INTERNAL_ERROR, str(exc)), notes)
+        except Exception as exc:
+            if step.method == CALL_TOOL:
+                return Reply.result(step.request_id, self._stamp(
+                    {**tool_error_result(exc), "resultType": "complete"}), notes)
+            # Prompts and resources have no error result: an internal error, without the
+            # exception's text (it may hold anything).
+            return Reply.error(step.request_id, JsonRpcError(
+                INTERNAL_ERROR, f"{step.method} handler failed ({type(exc).__name__})"), notes)
+        if isinstance(outcome, NeedsInput):
+            return Reply.result(step.request_id, self._stamp(dict(outcome.result)), notes)
+        if not isinstance(outcome, Completed):
+            raise LocalProtocolError(f"unexpected engine outcome {outcome!r}")
+        try:
+            result = step._finish(outcome.value)
+        except JsonRpcError as exc:
+            return Reply.error(step.request_id, exc, notes)
+        # A handler cannot smuggle input_required (or anything else) past the engine.
+        result["resultType"] = "complete"
+        return Reply.result(step.request_id, self._stamp(result), notes)
+
+    def replayed(self, step: RunHandler) -> Reply:
+        """The reply when the replay guard refused ``step.run.claim`` (token already used)."""
+        step.done = True
+        self._progress.close(step.run.context)
+        return Reply.error(step.request_id, step.run.replayed())
+
+    # --- dispatch ------------------------------------------------------------------------
+
+    def _dispatch(self, msg: Request, now: float, principal: str | None) -> Reply | RunHandler:
+        if msg.method == "initialize":
+            # A legacy client's handshake never carries modern _meta: answer -32601 naming
+            # the versions this server speaks (digest §3.2, Handshake).
+            raise JsonRpcError(METHOD_NOT_FOUND,
+                               "initialize is not supported: this server speaks 2026-07-28",
+                               {"supported": list(SUPPORTED_VERSIONS)})
+        meta = self._check_meta(msg.params)
+        handler = self._route(msg.method)
+        if handler is None:
+            if msg.method in REMOVED_METHODS:
+                raise JsonRpcError(METHOD_NOT_FOUND,
+                                   f"method {msg.method!r} was removed in 2026-07-28")
+            raise JsonRpcError(METHOD_NOT_FOUND, f"method not found: {msg.method}")
+        return handler(msg, meta, now, principal)
+
+    def _route(self, method: str) -> _Route | None:
+        if method == "server/discover":
+            return self._discover
+        if method in ("tools/list", CALL_TOOL) and self._tools:
+            return self._list_tools if method == "tools/list" else self._call_tool
+        if method in ("prompts/list", GET_PROMPT) and self._prompts:
+            return self._list_prompts if method == "prompts/list" else self._get_prompt
+        if method in ("resources/list", "resources/templates/list", READ_RESOURCE) and (
+            self._resources or self._templates
+        ):
+            routes: dict[str, _Route] = {
+                "resources/list": self._list_resources,
+                "resources/templates/list": self._list_templates,
+                READ_RESOURCE: self._read_resource,
+            }
+            return routes[method]
+        if method == "completion/complete" and self._completer is not None:
+            return self._complete_argument
+        return None
+
+    def _check_meta(self, params: JsonObject | None) -> RequestMeta:
+        # Per-request _meta is required on every request, retries included (digest §1.7).
+        raw = None if params is None else params.get("_meta")
+        try:
+            meta = structure_request_meta(raw)
+        except CodecError as exc:
+            raise JsonRpcError(INVALID_PARAMS, f"invalid request _meta: {exc}") from None
+        if meta.protocol_version not in SUPPORTED_VERSIONS:
+            raise JsonRpcError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
+            )
+        return meta
+
+    # --- results -------------------------------------------------------------------------
+
+    def _stamp(self, result: JsonObject) -> JsonObject:
+        """Add ``io.modelcontextprotocol/serverInfo`` to the result's ``_meta``."""
+        if self.server_info:
+            meta = result.get("_meta")
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            meta.setdefault(META_SERVER_INFO, {"name": self.name, "version": self.version})
+            result["_meta"] = meta
+        return result
+
+    def _complete_result(self, request_id: RequestId, result: JsonObject) -> Reply:
+        result["resultType"] = "complete"
+        return Reply.result(request_id, self._stamp(result))
+
+    def _cacheable(self, request_id: RequestId, result: JsonObject) -> Reply:
+        # ttlMs and cacheScope are required on discover and list results (caching.mdx).
+        result["ttlMs"] = self.ttl_ms
+        result["cacheScope"] = self.cache_scope
+        return self._complete_result(request_id, result)
+
+    # --- non-MRTR methods ----------------------------------------------------------------
+
+    def _discover(self, msg: Request, meta: RequestMeta, now: float,
+                  principal: str | None) -> Reply:
+        result: JsonObject = {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": self.capabilities(),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return self._cacheable(msg.id, result)
+
+    @staticmethod
+    def _no_cursor(params: JsonObject | None) -> None:
+        # No list is paginated, so no cursor was ever issued: any cursor is invalid.
+        if params is not None and params.get("cursor") is not None:
+            raise JsonRpcError(INVALID_PARAMS, "invalid cursor")
+
+    def _list_tools(self, msg: Request, meta: RequestMeta, now: float,
+                    principal: str | None) -> Reply:
+        self._no_cursor(msg.params)
+        # Deterministic order (tools.mdx, SHOULD): registration order.
+        return self._cacheable(msg.id, {"tools": [t.to_wire() for t in self._tools.values()]})
+
+    def _list_prompts(self, msg: Request, meta: RequestMeta, now: float,
+                      principal: str | None) -> Reply:
+        self._no_cursor(msg.params)
+        return self._cacheable(msg.id,
+                               {"prompts": [p.to_wire() for p in self._prompts.values()]})
+
+    def _list_resources(self, msg: Request, meta: RequestMeta, now: float,
+                        principal: str | None) -> Reply:
+        self._no_cursor(msg.params)
+        return self._cacheable(
+            msg.id, {"resources": [r.to_wire() for r in self._resources.values()]})
+
+    def _list_templates(self, msg: Request, meta: RequestMeta, now: float,
+                        principal: str | None) -> Reply:
+        self._no_cursor(msg.params)
+        return self._cacheable(
+            msg.id, {"resourceTemplates": [t.to_wire() for t in self._templates.values()]})
+
+    def _complete_argument(self, msg: Request, meta: RequestMeta, now: float,
+                           principal: str | None) -> Reply:
+        assert self._completer is not None
+        ref, argument, context = completion_params(msg.params)
+        try:
+            value = self._completer.handler(ref, argument, context)
+        except JsonRpcError:
+            raise
+        except Exception as exc:
+            raise JsonRpcError(INTERNAL_ERROR,
+                               f"completion handler failed ({type(exc).__name__})") from None
+        return self._complete_result(msg.id, {"completion": completion_result(value)})
+
+    # --- MRTR methods --------------------------------------------------------------------
+
+    def _params(self, msg: Request) -> MrtrParams:
+        try:
+            return structure_params(msg.method, msg.params)
+        except CodecError as exc:
+            raise JsonRpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
+
+    def _begin(
+        self,
+        msg: Request,
+        params: MrtrParams,
+        *,
+        handler: Callable[..., Any],
+        single_use: bool,
+        now: float,
+        principal: str | None,
+        call: Callable[[Any], Any],
+        finish: Callable[[Any], JsonObject],
+    ) -> RunHandler:
+        # The engine checks requestState and inputResponses before any handler runs. The app
+        # calls the handler itself (``call``): with the arguments it validated, and ``uri``
+        # for resources.
+        spec = HandlerSpec(handler=handler, single_use=single_use, name=params.target)
+        run = self.engine.begin(params, spec, now=now, principal=principal)
+        notes = self._progress.open(run.context, params.meta.progress_token)
+        return RunHandler(
+            run=run,
+            invoke=lambda: call(run.context),
+            request_id=msg.id,
+            method=msg.method,
+            target=params.target,
+            finish=finish,
+            notifications=notes,
+        )
+
+    def _call_tool(self, msg: Request, meta: RequestMeta, now: float,
+                   principal: str | None) -> RunHandler:
+        params = self._params(msg)
+        assert isinstance(params, CallToolParams)
+        tool = self._tools.get(params.name)
+        if tool is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {params.name}",
+                               {"name": params.name})
+        arguments = dict(params.arguments or {})
+        problem = tool.check_arguments(arguments)
+        if problem is not None:
+            raise JsonRpcError(INVALID_PARAMS,
+                               f"invalid arguments for tool {tool.name!r}: {problem}")
+        return self._begin(
+            msg, params, handler=tool.handler, single_use=tool.single_use, now=now,
+            principal=principal, call=lambda ctx: tool.handler(ctx, **arguments),
+            finish=tool_result,
+        )
+
+    def _get_prompt(self, msg: Request, meta: RequestMeta, now: float,
+                    principal: str | None) -> RunHandler:
+        params = self._params(msg)
+        assert isinstance(params, GetPromptParams)
+        prompt = self._prompts.get(params.name)
+        if prompt is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown prompt: {params.name}",
+                               {"name": params.name})
+        selected = prompt.select_arguments(params.arguments or {})
+        if isinstance(selected, str):
+            raise JsonRpcError(INVALID_PARAMS,
+                               f"invalid arguments for prompt {prompt.name!r}: {selected}")
+        arguments = selected
+        return self._begin(
+            msg, params, handler=prompt.handler, single_use=prompt.single_use, now=now,
+            principal=principal, call=lambda ctx: prompt.handler(ctx, **arguments),
+            finish=prompt_result,
+        )
+
+    def _read_resource(self, msg: Request, meta: RequestMeta, now: float,
+                       principal: str | None) -> RunHandler:
+        params = self._params(msg)
+        assert isinstance(params, ReadResourceParams)
+        uri = params.uri
+        entry: ResourceDef | ResourceTemplateDef | None = self._resources.get(uri)
+        variables: dict[str, str] = {}
+        if entry is None:
+            for template in self._templates.values():
+                matched = template.match(uri)
+                if matched is not None:
+                    entry, variables = template, matched
+                    break
+        if entry is not None:
+            return self._begin_read(msg, params, entry, variables, now, principal)
+        # Resource not found is -32602 with the uri in data (SEP-2164; digest §1.8).
+        raise JsonRpcError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+
+    def _begin_read(
+        self,
+        msg: Request,
+        params: ReadResourceParams,
+        entry: ResourceDef | ResourceTemplateDef,
+        variables: dict[str, str],
+        now: float,
+        principal: str | None,
+    ) -> RunHandler:
+        uri = params.uri
+
+        def finish(value: Any) -> JsonObject:
+            return resource_result(value, uri=uri, mime_type=entry.mime_type,
+                                   ttl_ms=entry.ttl_ms, cache_scope=entry.cache_scope)
+
+        return self._begin(
+            msg, params, handler=entry.handler, single_use=entry.single_use, now=now,
+            principal=principal, call=lambda ctx: entry.handler(ctx, uri, **variables),
+            finish=finish,
+        )

@@ -1,0 +1,373 @@
+"""The things an app serves: tools, prompts, resources, resource templates, a completer.
+
+Each definition is built once, by a decorator on :class:`~mrtr_core.app.App`, and checks
+everything it can at that moment (names, schemas, handler signatures) so that a mistake shows
+up at import time, not in front of a client. Definitions also know how to check a request's
+arguments against themselves; the app turns those findings into ``-32602`` errors.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+import jsonschema
+
+from mrtr_core.wire.models import JsonObject
+
+__all__ = [
+    "CacheScope",
+    "Completer",
+    "PromptArgument",
+    "PromptDef",
+    "ResourceDef",
+    "ResourceTemplateDef",
+    "ToolDef",
+    "derive_input_schema",
+    "derive_prompt_arguments",
+    "first_paragraph",
+    "is_template",
+    "template_variables",
+]
+
+CacheScope = Literal["public", "private"]
+
+# Tool names SHOULD be 1-128 characters of [A-Za-z0-9_.-] (server/tools.mdx § Tool names).
+_TOOL_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_TEMPLATE_VAR: Final = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+_SIMPLE_TYPES: Final[Mapping[Any, JsonObject]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    list: {"type": "array"},
+    tuple: {"type": "array"},
+    dict: {"type": "object"},
+}
+
+
+def _handler_params(handler: Callable[..., Any], what: str) -> list[inspect.Parameter]:
+    """The handler's parameters after the leading ``ctx``."""
+    params = list(inspect.signature(handler).parameters.values())
+    if not params or params[0].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        raise TypeError(f"{what} handler {handler!r} must take the context as its first parameter")
+    return params[1:]
+
+
+def _type_schema(annotation: Any) -> JsonObject:
+    """A JSON Schema for a Python annotation (the common cases; ``{}`` otherwise)."""
+    if annotation in _SIMPLE_TYPES:
+        return dict(_SIMPLE_TYPES[annotation])
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Literal and all(isinstance(a, str | int | bool) for a in args):
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if len(members) == 1:
+            return _type_schema(members[0])
+        return {}
+    if origin in (list, tuple, Sequence):
+        out: JsonObject = {"type": "array"}
+        if origin is list and len(args) == 1:
+            item = _type_schema(args[0])
+            if item:
+                out["items"] = item
+        return out
+    if origin in (dict, Mapping):
+        return {"type": "object"}
+    return {}
+
+
+def derive_input_schema(handler: Callable[..., Any]) -> JsonObject:
+    """An ``inputSchema`` (``type: object`` at the root, as 2026-07-28 requires) from the
+    handler's keyword parameters after ``ctx``: annotations give the types, parameters without
+    a default are required, and unknown arguments are refused unless it takes ``**kwargs``."""
+    hints = typing.get_type_hints(handler)
+    properties: JsonObject = {}
+    required: list[str] = []
+    open_ended = False
+    for param in _handler_params(handler, "tool"):
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            open_ended = True
+            continue
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            raise TypeError(f"tool handler {handler!r}: arguments are passed by keyword only")
+        properties[param.name] = _type_schema(hints.get(param.name, Any))
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+    schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if not open_ended:
+        schema["additionalProperties"] = False
+    return schema
+
+
+@attrs.frozen(kw_only=True)
+class PromptArgument:
+    """One declared prompt argument (``prompts/list``)."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+
+    def to_wire(self) -> JsonObject:
+        """The ``PromptArgument`` wire object."""
+        out: JsonObject = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["required"] = self.required
+        return out
+
+
+def derive_prompt_arguments(handler: Callable[..., Any]) -> tuple[PromptArgument, ...]:
+    """Prompt arguments from the handler's parameters after ``ctx`` (no default: required)."""
+    out: list[PromptArgument] = []
+    for param in _handler_params(handler, "prompt"):
+        if param.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+            continue
+        out.append(PromptArgument(name=param.name,
+                                  required=param.default is inspect.Parameter.empty))
+    return tuple(out)
+
+
+def _accepts_any_keyword(handler: Callable[..., Any]) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD
+               for p in inspect.signature(handler).parameters.values())
+
+
+def first_paragraph(doc: str | None) -> str | None:
+    """The first paragraph of a docstring, on one line (a default description)."""
+    if not doc:
+        return None
+    text = inspect.cleandoc(doc).strip()
+    return text.split("\n\n", 1)[0].replace("\n", " ") or None
+
+
+@attrs.frozen(kw_only=True)
+class ToolDef:
+    """A tool: its ``tools/list`` entry and its handler ``(ctx, **arguments)``."""
+
+    name: str
+    description: str | None
+    input_schema: JsonObject
+    handler: Callable[..., Any] = attrs.field(repr=False)
+    single_use: bool = False
+    _validator: Any = attrs.field(alias="validator", repr=False, eq=False)
+
+    @classmethod
+    def build(
+        cls,
+        handler: Callable[..., Any],
+        *,
+        name: str | None,
+        description: str | None,
+        input_schema: JsonObject | None,
+        single_use: bool,
+    ) -> ToolDef:
+        """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
+        tool_name = name or handler.__name__
+        if not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"tool name {tool_name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
+        _handler_params(handler, "tool")
+        schema = derive_input_schema(handler) if input_schema is None else dict(input_schema)
+        # server/tools.mdx: inputSchema may use any 2020-12 keyword but has type object at root.
+        if schema.get("type") != "object":
+            raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object' at its root")
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return cls(
+            name=tool_name,
+            description=(description if description is not None
+                         else first_paragraph(handler.__doc__)),
+            input_schema=schema,
+            handler=handler,
+            single_use=single_use,
+            validator=jsonschema.Draft202012Validator(schema),
+        )
+
+    def to_wire(self) -> JsonObject:
+        """The ``Tool`` wire object."""
+        out: JsonObject = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["inputSchema"] = self.input_schema
+        return out
+
+    def check_arguments(self, arguments: JsonObject) -> str | None:
+        """Why these arguments do not fit the schema or the handler, or ``None``."""
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
+        if errors:
+            first = errors[0]
+            where = "/".join(str(p) for p in first.absolute_path)
+            return f"{first.message}" + (f" (at {where})" if where else "")
+        try:
+            inspect.signature(self.handler).bind(None, **arguments)
+        except TypeError as exc:
+            return str(exc)
+        return None
+
+
+@attrs.frozen(kw_only=True)
+class PromptDef:
+    """A prompt: its ``prompts/list`` entry and its handler ``(ctx, **string_arguments)``."""
+
+    name: str
+    description: str | None
+    arguments: tuple[PromptArgument, ...]
+    handler: Callable[..., Any] = attrs.field(repr=False)
+    single_use: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        handler: Callable[..., Any],
+        *,
+        name: str | None,
+        description: str | None,
+        arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None,
+        single_use: bool,
+    ) -> PromptDef:
+        """Check and build a prompt definition."""
+        prompt_name = name or handler.__name__
+        if not prompt_name:
+            raise ValueError("a prompt needs a name")
+        _handler_params(handler, "prompt")
+        if arguments is None:
+            args = derive_prompt_arguments(handler)
+        else:
+            args = tuple(_prompt_argument(a) for a in arguments)
+        names = [a.name for a in args]
+        if len(set(names)) != len(names):
+            raise ValueError(f"prompt {prompt_name!r}: argument names must be unique")
+        return cls(
+            name=prompt_name,
+            description=(description if description is not None
+                         else first_paragraph(handler.__doc__)),
+            arguments=args,
+            handler=handler,
+            single_use=single_use,
+        )
+
+    def to_wire(self) -> JsonObject:
+        """The ``Prompt`` wire object."""
+        out: JsonObject = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out["arguments"] = [a.to_wire() for a in self.arguments]
+        return out
+
+    def select_arguments(self, arguments: Mapping[str, str]) -> dict[str, str] | str:
+        """The keyword arguments for the handler, or why the request's arguments are wrong
+        (a required one missing). Undeclared arguments are dropped unless the handler takes
+        ``**kwargs``."""
+        missing = [a.name for a in self.arguments if a.required and a.name not in arguments]
+        if missing:
+            return f"missing required argument(s): {', '.join(missing)}"
+        if _accepts_any_keyword(self.handler):
+            return dict(arguments)
+        declared = {a.name for a in self.arguments}
+        return {k: v for k, v in arguments.items() if k in declared}
+
+
+def _prompt_argument(value: PromptArgument | Mapping[str, Any] | str) -> PromptArgument:
+    if isinstance(value, PromptArgument):
+        return value
+    if isinstance(value, str):
+        return PromptArgument(name=value, required=True)
+    return PromptArgument(
+        name=str(value["name"]),
+        description=value.get("description"),
+        required=bool(value.get("required", False)),
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ResourceDef:
+    """A direct resource: its ``resources/list`` entry and its handler ``(ctx, uri)``."""
+
+    uri: str
+    name: str
+    description: str | None
+    mime_type: str | None
+    handler: Callable[..., Any] = attrs.field(repr=False)
+    ttl_ms: int = 0
+    cache_scope: CacheScope = "private"
+    single_use: bool = False
+
+    def to_wire(self) -> JsonObject:
+        """The ``Resource`` wire object."""
+        out: JsonObject = {"uri": self.uri, "name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        return out
+
+
+@attrs.frozen(kw_only=True)
+class ResourceTemplateDef:
+    """A resource template (RFC 6570 level 1: ``{name}`` matches one path segment); its
+    handler is ``(ctx, uri, **variables)``."""
+
+    uri_template: str
+    name: str
+    description: str | None
+    mime_type: str | None
+    handler: Callable[..., Any] = attrs.field(repr=False)
+    ttl_ms: int = 0
+    cache_scope: CacheScope = "private"
+    single_use: bool = False
+    _pattern: re.Pattern[str] = attrs.field(alias="pattern", repr=False, eq=False)
+
+    @staticmethod
+    def compile(uri_template: str) -> re.Pattern[str]:
+        """The regular expression a concrete URI must match for this template."""
+        pieces: list[str] = []
+        last = 0
+        for match in _TEMPLATE_VAR.finditer(uri_template):
+            pieces.append(re.escape(uri_template[last:match.start()]))
+            pieces.append(f"(?P<{match.group(1)}>[^/?#]+)")
+            last = match.end()
+        pieces.append(re.escape(uri_template[last:]))
+        return re.compile("".join(pieces))
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template variables if ``uri`` is an instance of this template."""
+        found = self._pattern.fullmatch(uri)
+        return None if found is None else found.groupdict()
+
+    def to_wire(self) -> JsonObject:
+        """The ``ResourceTemplate`` wire object."""
+        out: JsonObject = {"uriTemplate": self.uri_template, "name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.mime_type is not None:
+            out["mimeType"] = self.mime_type
+        return out
+
+
+def is_template(uri: str) -> bool:
+    """Whether a resource URI given to ``@app.resource`` is a template (has ``{var}``)."""
+    return _TEMPLATE_VAR.search(uri) is not None
+
+
+def template_variables(uri_template: str) -> list[str]:
+    """The variable names of a URI template, in order."""
+    return _TEMPLATE_VAR.findall(uri_template)
+
+
+@attrs.frozen(kw_only=True)
+class Completer:
+    """The ``completion/complete`` handler: ``(ref, argument, context) -> values``."""
+
+    handler: Callable[[JsonObject, JsonObject, JsonObject | None], Any] = attrs.field(repr=False)

@@ -1,0 +1,180 @@
+"""What the app hands back to a driver: a finished :class:`Reply`, or a :class:`RunHandler`.
+
+A driver (sync, trio or asyncio adapter; the simulator) feeds :meth:`App.receive` one decoded
+JSON-RPC message and gets either a reply to send, or a handler to run: it runs
+``step.invoke()`` (awaiting the result when it is awaitable) and passes the outcome to
+:meth:`App.complete`, which returns the reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+import attrs
+
+from mrtr_core.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JsonRpcError,
+)
+from mrtr_core.wire.models import JsonObject
+
+__all__ = [
+    "STATUS_ACCEPTED",
+    "STATUS_BAD_REQUEST",
+    "STATUS_NOT_FOUND",
+    "STATUS_OK",
+    "EngineRun",
+    "Reply",
+    "RequestId",
+    "RunHandler",
+    "error_message",
+    "http_status_for",
+]
+
+RequestId = str | int
+
+STATUS_OK: Final = 200
+STATUS_ACCEPTED: Final = 202
+STATUS_BAD_REQUEST: Final = 400
+STATUS_NOT_FOUND: Final = 404
+
+# Streamable HTTP statuses (digest §1.8, §3.3). -32601 -> 404 and -32020/-32021/-32022 and a
+# missing _meta -> 400 are MUSTs; the rest follows the Python SDK convention (400 for the
+# client's own mistakes, 200 for everything else).
+_STATUS_BY_CODE: Final = {
+    PARSE_ERROR: STATUS_BAD_REQUEST,
+    INVALID_REQUEST: STATUS_BAD_REQUEST,
+    INVALID_PARAMS: STATUS_BAD_REQUEST,
+    HEADER_MISMATCH: STATUS_BAD_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: STATUS_BAD_REQUEST,
+    UNSUPPORTED_PROTOCOL_VERSION: STATUS_BAD_REQUEST,
+    METHOD_NOT_FOUND: STATUS_NOT_FOUND,
+}
+
+
+def http_status_for(code: int) -> int:
+    """The HTTP status a JSON-RPC error with this code travels with."""
+    return _STATUS_BY_CODE.get(code, STATUS_OK)
+
+
+def error_message(request_id: RequestId | None, error: JsonRpcError) -> JsonObject:
+    """A JSON-RPC error response; ``id`` is left out only when it could not be read (§1.8)."""
+    out: JsonObject = {"jsonrpc": "2.0"}
+    if request_id is not None:
+        out["id"] = request_id
+    out["error"] = error.to_error_object()
+    return out
+
+
+class EngineRun(Protocol):
+    """What the app uses of the server engine's run of one round (``engine.begin(...)``)."""
+
+    @property
+    def claim(self) -> tuple[str, float] | None:
+        """``(token_id, expires_at)`` to claim on the replay guard first, or ``None``."""
+
+    @property
+    def context(self) -> Any:
+        """The handler's context (``ctx``)."""
+
+    def finish(
+        self, now: float, *, returned: Any = None, raised: BaseException | None = None
+    ) -> Any:
+        """Turn the handler's outcome into ``Completed`` or ``NeedsInput``."""
+
+    def replayed(self) -> JsonRpcError:
+        """The error to answer when the replay guard refused the claim."""
+
+
+@attrs.frozen(kw_only=True)
+class Reply:
+    """One finished answer.
+
+    Attributes:
+        message: The JSON-RPC response object to send, or ``None`` for a notification (nothing
+            is sent back; on HTTP the answer is an empty 202).
+        status: The HTTP status the spec wants for it (stdio ignores it).
+        notifications: Request-scoped notifications (``notifications/progress``) the handler
+            emitted, to be delivered before ``message`` (on HTTP this makes the answer an SSE
+            stream; digest §3.3).
+    """
+
+    message: JsonObject | None
+    status: int
+    notifications: tuple[JsonObject, ...] = ()
+
+    @classmethod
+    def result(
+        cls,
+        request_id: RequestId,
+        result: JsonObject,
+        notifications: tuple[JsonObject, ...] = (),
+    ) -> Reply:
+        """A 200 reply carrying ``result``."""
+        message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        return cls(message=message, status=STATUS_OK, notifications=notifications)
+
+    @classmethod
+    def error(
+        cls,
+        request_id: RequestId | None,
+        error: JsonRpcError,
+        notifications: tuple[JsonObject, ...] = (),
+    ) -> Reply:
+        """A reply carrying a JSON-RPC error, with the status that code travels with."""
+        return cls(
+            message=error_message(request_id, error),
+            status=http_status_for(error.code),
+            notifications=notifications,
+        )
+
+    @classmethod
+    def accepted(cls) -> Reply:
+        """The answer to a notification: nothing to send (HTTP 202, empty body)."""
+        return cls(message=None, status=STATUS_ACCEPTED)
+
+    @property
+    def is_error(self) -> bool:
+        """Whether ``message`` is a JSON-RPC error response."""
+        return self.message is not None and "error" in self.message
+
+
+@attrs.define(kw_only=True, eq=False)
+class RunHandler:
+    """A handler the driver must run before the app can reply.
+
+    Attributes:
+        run: The engine's run of this round; ``run.claim`` (when set) is a
+            ``(token_id, expires_at)`` the driver MUST claim on its replay guard *before*
+            calling ``invoke`` (refused: reply with :meth:`App.replayed`).
+        invoke: Calls the user's handler with the engine's context and the request's
+            arguments. Returns the handler's value, or an awaitable of it for a coroutine
+            function. May raise; whatever it raises goes to ``App.complete(raised=...)``.
+        request_id: The JSON-RPC id being answered.
+        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
+        target: The tool or prompt name, or the resource URI.
+    """
+
+    run: EngineRun
+    invoke: Callable[[], Any]
+    request_id: RequestId
+    method: str
+    target: str
+    # What the app needs to turn the outcome into a result (set by the app, private).
+    _finish: Callable[[Any], JsonObject] = attrs.field(alias="finish", repr=False)
+    _notifications: list[JsonObject] = attrs.field(
+        alias="notifications", factory=list, repr=False
+    )
+    done: bool = attrs.field(default=False, init=False)
+
+    @property
+    def notifications(self) -> tuple[JsonObject, ...]:
+        """Notifications the handler emitted so far (``notifications/progress``)."""
+        return tuple(self._notifications)

@@ -1,0 +1,159 @@
+"""Turning what a handler returned (or raised) into the method's complete result.
+
+Handlers return the natural Python value; these functions build the wire result and check
+its shape, so that a handler mistake becomes a clear ``-32603`` instead of a result the
+client's schema validation rejects. ``resultType`` and ``_meta`` are added by the app.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
+from mrtr_core.wire.models import JsonObject
+
+__all__ = [
+    "prompt_result",
+    "resource_result",
+    "text_block",
+    "tool_error_result",
+    "tool_result",
+]
+
+
+def text_block(text: str) -> JsonObject:
+    """A ``TextContent`` block."""
+    return {"type": "text", "text": text}
+
+
+def _bad(what: str) -> JsonRpcError:
+    return JsonRpcError(INTERNAL_ERROR, f"handler returned an invalid result: {what}")
+
+
+def _check_blocks(blocks: Any, what: str) -> list[JsonObject]:
+    if not isinstance(blocks, list) or not all(
+        isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks
+    ):
+        raise _bad(f"{what} must be a list of content blocks (objects with a 'type')")
+    return blocks
+
+
+def _to_json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"value of type {type(value).__name__} is not JSON ({exc})") from exc
+
+
+def tool_result(value: Any) -> JsonObject:
+    """A ``CallToolResult`` from a tool handler's value.
+
+    - a mapping with ``content``: taken as the result itself;
+    - a string: one text block;
+    - ``None``: no content;
+    - any other JSON value: its JSON text as one text block, and the value itself as
+      ``structuredContent`` (2026-07-28 allows any JSON value there).
+    """
+    if isinstance(value, Mapping) and "content" in value:
+        out = dict(value)
+        _check_blocks(out["content"], "content")
+        if "isError" in out and not isinstance(out["isError"], bool):
+            raise _bad("isError must be a boolean")
+        return out
+    if isinstance(value, str):
+        return {"content": [text_block(value)]}
+    if value is None:
+        return {"content": []}
+    return {"content": [text_block(_to_json_text(value))], "structuredContent": value}
+
+
+def tool_error_result(exc: BaseException) -> JsonObject:
+    """A ``CallToolResult`` with ``isError`` for a tool that raised: tool failures are
+    reported in the result so the model can see them (server/tools.mdx § Error handling)."""
+    return {"content": [text_block(str(exc) or type(exc).__name__)], "isError": True}
+
+
+def prompt_result(value: Any) -> JsonObject:
+    """A ``GetPromptResult`` from a prompt handler's value.
+
+    - a mapping with ``messages``: taken as the result itself;
+    - a string: one user message with that text;
+    - a list: the messages (strings become user text messages).
+    """
+    if isinstance(value, Mapping) and "messages" in value:
+        out = dict(value)
+        out["messages"] = _messages(out["messages"])
+        return out
+    if isinstance(value, str):
+        return {"messages": _messages([value])}
+    if isinstance(value, list):
+        return {"messages": _messages(value)}
+    raise _bad(f"a prompt returns messages, got {type(value).__name__}")
+
+
+def _messages(items: Any) -> list[JsonObject]:
+    if not isinstance(items, list):
+        raise _bad("messages must be a list")
+    out: list[JsonObject] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append({"role": "user", "content": text_block(item)})
+            continue
+        if (
+            not isinstance(item, dict)
+            or item.get("role") not in ("user", "assistant")
+            or not isinstance(item.get("content"), dict)
+            or not isinstance(item["content"].get("type"), str)
+        ):
+            raise _bad("each message needs role 'user'|'assistant' and one content block")
+        out.append(item)
+    return out
+
+
+def resource_result(
+    value: Any, *, uri: str, mime_type: str | None, ttl_ms: int, cache_scope: str
+) -> JsonObject:
+    """A ``ReadResourceResult`` from a resource handler's value, caching hints included.
+
+    - a mapping with ``contents``: taken as the result itself;
+    - a string: one text item for ``uri``; bytes: one base64 ``blob`` item;
+    - a list: the contents items.
+    ``ttlMs``/``cacheScope`` are required on a complete read (caching.mdx; digest §3.2) and
+    filled from the resource's declaration when the handler did not set them.
+    """
+    if isinstance(value, Mapping) and "contents" in value:
+        out = dict(value)
+    elif isinstance(value, str):
+        out = {"contents": [_item(uri, mime_type, text=value)]}
+    elif isinstance(value, bytes | bytearray):
+        out = {"contents": [_item(uri, mime_type,
+                                  blob=base64.b64encode(bytes(value)).decode("ascii"))]}
+    elif isinstance(value, list):
+        out = {"contents": value}
+    else:
+        raise _bad(f"a resource returns text, bytes or contents, got {type(value).__name__}")
+    contents = out["contents"]
+    if (
+        not isinstance(contents, list)
+        or not contents
+        or not all(
+            isinstance(c, dict) and isinstance(c.get("uri"), str) and ("text" in c or "blob" in c)
+            for c in contents
+        )
+    ):
+        # sep-2164: a read MUST NOT answer with an empty contents array.
+        raise _bad("contents must be a non-empty list of items with uri and text or blob")
+    out.setdefault("ttlMs", ttl_ms)
+    out.setdefault("cacheScope", cache_scope)
+    return out
+
+
+def _item(uri: str, mime_type: str | None, **body: str) -> JsonObject:
+    out: JsonObject = {"uri": uri}
+    if mime_type is not None:
+        out["mimeType"] = mime_type
+    out.update(body)
+    return out
