@@ -27,7 +27,7 @@ from client_helpers import (
     to_handlers,
     url_request,
 )
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr_core.client import (
@@ -505,6 +505,7 @@ _ELICIT_VALUES = st.one_of(
 )
 
 
+@settings(derandomize=True, database=None)
 @given(
     action=st.sampled_from(["accept", "decline", "cancel"]),
     content=st.none() | st.dictionaries(st.text(max_size=5), _ELICIT_VALUES, max_size=4),

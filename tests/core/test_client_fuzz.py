@@ -78,46 +78,53 @@ def answers_for(data: st.DataObject, flow: ClientFlow, key: str) -> Any:
     """Mostly an answer of the right kind for ``key``; sometimes anything at all."""
     result = flow.last_result
     requests = (result.input_requests or {}) if result is not None else {}
-    if key in requests and data.draw(st.integers(0, 9)) > 0:
+    if key in requests and data.draw(st.integers(0, 9)) < 9:
         return data.draw(GOOD_ANSWER[requests[key].method])
     return data.draw(ANY_ANSWER)
 
 
+# Hypothesis favours "simple" draws (small integers, the first element of sampled_from), so
+# the common, well-formed choices sit at that end and the garbage at the other.
+
+
 @st.composite
-def results(draw: st.DrawFn) -> Any:
+def results(draw: st.DrawFn, cooperative: bool = False) -> Any:
     """Mostly well-formed results (input_required with good entries, or complete)."""
-    choice = draw(st.integers(0, 19))
-    if choice == 0:
-        return draw(JSON)
-    if choice == 1:
+    choice = draw(st.integers(0, 14 if cooperative else 19))
+    if choice <= 13:
+        good = True
+    elif choice <= 15:
+        return {"resultType": "complete", "content": []} if choice == 14 else {"content": []}
+    elif choice == 16:
+        good = False
+    elif choice == 17:
         return {"resultType": draw(st.sampled_from(["task", None, 3])), "content": []}
-    if choice in (2, 3, 4):
-        return {"content": draw(JSON)} if choice == 2 else {"resultType": "complete"}
+    else:
+        return draw(JSON)
     out: dict[str, Any] = {"resultType": "input_required"}
-    good = choice > 5
     entries = GOOD_ENTRIES if good else GOOD_ENTRIES | BAD_ENTRIES
-    if draw(st.integers(0, 3)) > 0:
+    if draw(st.integers(0, 3)) < 3:
         out["inputRequests"] = draw(st.dictionaries(KEYS, entries, min_size=int(good),
                                                     max_size=3))
-    if draw(st.integers(0, 3)) > 0 or not out.get("inputRequests"):
+    if draw(st.integers(0, 3)) < 3 or not out.get("inputRequests"):
         out["requestState"] = draw(STATES) if good else draw(STATES | JSON)
     return out
 
 
 @st.composite
-def responses(draw: st.DrawFn, flow: ClientFlow) -> Any:
+def responses(draw: st.DrawFn, flow: ClientFlow, cooperative: bool) -> Any:
     """Mostly a well-formed response to the leg in flight; sometimes anything."""
-    pick = draw(st.integers(0, 39))
-    if pick == 0:
+    pick = draw(st.integers(0, 35 if cooperative else 39))
+    if pick == 39:
         return draw(JSON)
-    request_id = flow.outstanding_request if pick > 1 else draw(st.integers(0, 5) | st.none())
+    request_id = flow.outstanding_request if pick < 38 else draw(st.integers(0, 5) | st.none())
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
-    if pick == 2:
-        message["error"] = draw(JSON | st.fixed_dictionaries(
-            {"code": st.integers(-33000, 0), "message": st.text(max_size=5)}))
+    if pick == 37:
+        message["error"] = draw(st.fixed_dictionaries(
+            {"code": st.integers(-33000, 0), "message": st.text(max_size=5)}) | JSON)
     else:
-        message["result"] = draw(results())
-    if pick == 3:
+        message["result"] = draw(results(cooperative))
+    if pick == 36:
         del message["jsonrpc"]
     return message
 
@@ -129,7 +136,7 @@ ACTIONS = [
 # Mostly legal actions for the state, so flows get deep; the rest are anything at all.
 LEGAL = {
     FlowState.IDLE: ["start"],
-    FlowState.AWAITING_RESPONSE: ["response"] * 8 + ["timer", "cancel"],
+    FlowState.AWAITING_RESPONSE: ["response"] * 12 + ["timer", "cancel"],
     FlowState.AWAITING_HANDLERS: ["returned"] * 8 + ["failed", "timer"],
     FlowState.AWAITING_ANSWERS: ["answer"] * 6 + ["save", "timer"],
     FlowState.PACING: ["timer"] * 4 + ["save"],
@@ -138,15 +145,15 @@ LEGAL = {
 }
 LIMITS = st.builds(
     ClientLimits,
-    max_rounds=st.integers(1, 5),
-    leg_timeout=st.none() | st.floats(0.5, 60),
-    flow_timeout=st.none() | st.floats(1, 80),
-    handler_timeout=st.none() | st.floats(0.5, 20),
+    max_rounds=st.sampled_from([6, 6, 3, 2, 1]),
+    leg_timeout=st.sampled_from([1000.0, None, 1000.0, 2.0]),
+    flow_timeout=st.sampled_from([5000.0, None, 5000.0, 20.0]),
+    handler_timeout=st.sampled_from([1000.0, None, 1000.0, 2.0]),
     pacing_initial=st.floats(0.01, 2),
     pacing_max=st.floats(0.01, 5),
     pacing_jitter=st.floats(0, 1),
-    max_state_bytes=st.integers(1, 40) | st.just(10_000),
-    max_input_requests=st.integers(1, 4) | st.just(64),
+    max_state_bytes=st.sampled_from([10_000, 10_000, 4]),
+    max_input_requests=st.sampled_from([64, 64, 2, 1]),
 )
 
 
@@ -155,16 +162,21 @@ def _observable(flow: ClientFlow) -> tuple[Any, ...]:
             flow.outstanding_request, flow.result, flow.error)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run (tests are deterministic); no example database.
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_inputs_raise_only_mrtr_errors_and_keep_the_invariants(data: st.DataObject) -> None:
-    method = data.draw(st.sampled_from(["tools/call", "tools/call", "prompts/get",
-                                        "resources/read", "tools/list"]))
+    method = data.draw(st.sampled_from(["tools/call", "prompts/get", "resources/read",
+                                        "tools/call", "tools/list"]))
     params = {"name": "x", "arguments": {"deep": [1, {"k": "v"}]}, "requestState": "stale"}
     params_before = copy.deepcopy(params)
     meta = data.draw(METAS)
     limits = data.draw(LIMITS)
     manual = data.draw(st.booleans())
+    # A cooperative server answers well-formed and the caller only does legal things, so
+    # these examples go deep; the others mix in garbage and illegal inputs.
+    cooperative = data.draw(st.booleans())
     ids = Ids()
     flow = ClientFlow(method, params, meta=meta,
                       handled_kinds=data.draw(st.sampled_from([ALL] * 4 + [
@@ -174,9 +186,9 @@ def test_random_inputs_raise_only_mrtr_errors_and_keep_the_invariants(data: st.D
     now = 0.0
     sent_ids: list[Any] = []
     echo: dict[str, Any] = {}  # what the next retry must carry
-    for step in range(data.draw(st.integers(1, 30))):
-        now += data.draw(st.sampled_from([0.0, 0.0, 0.0, 0.1, 0.3, 1.0, 5.0, 30.0]))
-        if data.draw(st.integers(0, 4)):
+    for _ in range(data.draw(st.integers(8, 30))):
+        now += data.draw(st.sampled_from([0.0, 0.0, 0.0, 0.1, 0.3, 1.0, 5.0]))
+        if cooperative or data.draw(st.integers(0, 4)) < 4:
             action = data.draw(st.sampled_from(LEGAL[flow.state]))
         else:
             action = data.draw(st.sampled_from(ACTIONS))
@@ -187,12 +199,12 @@ def test_random_inputs_raise_only_mrtr_errors_and_keep_the_invariants(data: st.D
             if action == "start":
                 commands = flow.start(now)
             elif action == "response":
-                message = data.draw(responses(flow))
+                message = data.draw(responses(flow, cooperative))
                 if isinstance(message, dict) and isinstance(message.get("result"), dict):
                     fed_state = message["result"].get("requestState")
                 commands = flow.handle(ResponseReceived(message=message), now)
             elif action == "returned":
-                key = data.draw(st.sampled_from([*flow.pending_keys, *flow.pending_keys, "zz"]))
+                key = data.draw(st.sampled_from([*flow.pending_keys, "zz"]))
                 answer = answers_for(data, flow, key)
                 commands = flow.handle(HandlerReturned(key=key, answer=answer), now)
             elif action == "failed":

@@ -138,7 +138,7 @@ def test_max_rounds_can_be_overridden_per_call() -> None:
     assert len(invokes(commands)) == 1 and flow.limits.max_rounds == 5
 
 
-# --- time ------------------------------------------------------------------------------------------
+# --- time ----------------------------------------------------------------------------------------
 
 
 def test_leg_timeout_fails_with_leg_timeout_error() -> None:
@@ -265,7 +265,7 @@ def test_deadline_follows_the_state() -> None:
     assert flow.deadline is None  # done
 
 
-# --- pacing of state-only rounds (digest §2.4) -------------------------------------------------------
+# --- pacing of state-only rounds (digest §2.4) ---------------------------------------------------
 
 
 def test_a_state_only_round_is_paced_then_retried_with_the_state_alone() -> None:
@@ -359,7 +359,7 @@ def test_a_random_source_out_of_range_raises_and_changes_nothing(draw: Any) -> N
     assert flow.state is FlowState.AWAITING_RESPONSE and flow.last_result is None
 
 
-# --- sizes ------------------------------------------------------------------------------------------
+# --- sizes ---------------------------------------------------------------------------------------
 
 
 def test_request_state_over_the_size_limit_fails_counting_utf8_bytes() -> None:

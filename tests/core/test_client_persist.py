@@ -178,7 +178,7 @@ def test_manual_flow_can_be_cancelled_while_awaiting() -> None:
     assert names(flow.handle(CancelRequested(), 2.0)) == ["Fail"]
 
 
-# --- save and restore ------------------------------------------------------------------------------
+# --- save and restore ----------------------------------------------------------------------------
 
 
 def test_a_manual_flow_survives_a_json_round_trip_into_another_process() -> None:

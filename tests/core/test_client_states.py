@@ -43,7 +43,7 @@ LIVE = [s for s in FlowState if s not in TERMINAL_STATES and s is not FlowState.
 
 
 def test_terminal_states_have_no_way_out() -> None:
-    assert TERMINAL_STATES == {FlowState.COMPLETE, FlowState.FAILED}
+    assert {FlowState.COMPLETE, FlowState.FAILED} == TERMINAL_STATES
     assert not [key for key in TRANSITIONS if key[0] in TERMINAL_STATES]
     assert all(not ACCEPTS[state] for state in TERMINAL_STATES)
 

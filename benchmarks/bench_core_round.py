@@ -1,0 +1,193 @@
+"""Core cost of one MRTR round, without I/O.
+
+One round is a whole two-leg flow with a two-entry ``input_required`` in the middle:
+build the flow, ``start`` (leg 1), the response ``input_required`` with two elicitation
+entries, two ``HandlerReturned``, the retry (leg 2), the complete response.
+
+Two references are measured in the same run:
+
+- ``json``: the same four messages pushed through ``json.dumps`` + ``json.loads``: how the
+  core's work compares to merely encoding and decoding the bytes of that round;
+- ``floor``: the object work any implementation of the contract does for that round with
+  no flow logic at all: the nine frozen command objects and four event objects, the
+  converter reading the ``input_required`` result, the two leg copies and the two answers'
+  wire forms. What the core adds on top of it is the state machine and its checks.
+
+Run: ``python benchmarks/bench_core_round.py [--runs N] [--rounds N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+from mrtr_core.client import (
+    ClientFlow,
+    ClientLimits,
+    Complete,
+    HandlerReturned,
+    InputNeeded,
+    InvokeHandler,
+    LegBuilder,
+    ResponseReceived,
+    RoundFulfilled,
+    RoundStarted,
+    SendRequest,
+    answer_to_wire,
+)
+from mrtr_core.wire import (
+    ClientCapabilities,
+    ElicitationCapability,
+    ElicitResult,
+    RequestMeta,
+    structure_input_required,
+)
+
+TARGET_US = 20.0
+
+META = RequestMeta(client_capabilities=ClientCapabilities(elicitation=ElicitationCapability()))
+PARAMS = {"name": "deploy_production", "arguments": {"version": "1.4.2", "region": "eu-west-1"}}
+KINDS = frozenset({"elicitation/create"})
+LIMITS = ClientLimits(pacing_jitter=0.0)
+
+
+def _form(message: str, field: str, kind: str) -> dict[str, object]:
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {field: {"type": kind}},
+                "required": [field],
+            },
+        },
+    }
+
+
+INPUT_REQUIRED = {
+    "resultType": "input_required",
+    "inputRequests": {
+        "confirm_deploy": _form("Deploy to production?", "confirm", "boolean"),
+        "change_ticket": _form("Change ticket number", "ticket", "string"),
+    },
+    "requestState": "v1.a2V5MQ.c2VhbGVkLXN0YXRlLWJsb2I.bWFj",
+}
+COMPLETE = {
+    "resultType": "complete",
+    "content": [{"type": "text", "text": "deployed 1.4.2 to eu-west-1"}],
+}
+ANSWERS = {
+    "confirm_deploy": ElicitResult(action="accept", content={"confirm": True}),
+    "change_ticket": ElicitResult(action="accept", content={"ticket": "CHG-1234"}),
+}
+
+
+def one_round() -> list[object]:
+    """Drive the core through one round; returns every message that would be sent."""
+    counter = iter(range(1, 1_000_000))
+    flow = ClientFlow(
+        "tools/call", PARAMS, meta=META, handled_kinds=KINDS,
+        next_id=counter.__next__, limits=LIMITS,
+    )
+    sent = [flow.start(0.0)[-1].message]  # type: ignore[union-attr]
+    commands = flow.handle(
+        ResponseReceived(message={"jsonrpc": "2.0", "id": 1, "result": INPUT_REQUIRED}), 0.001
+    )
+    assert len(commands) == 3
+    flow.handle(HandlerReturned(key="confirm_deploy", answer=ANSWERS["confirm_deploy"]), 0.002)
+    commands = flow.handle(
+        HandlerReturned(key="change_ticket", answer=ANSWERS["change_ticket"]), 0.003
+    )
+    sent.append(commands[-1].message)  # type: ignore[union-attr]
+    done = flow.handle(
+        ResponseReceived(message={"jsonrpc": "2.0", "id": 2, "result": COMPLETE}), 0.004
+    )
+    assert flow.done and done[-1].result is COMPLETE  # type: ignore[union-attr]
+    return sent
+
+
+def floor_round() -> None:
+    """The round's unavoidable object work, with no state machine (see the module doc)."""
+    legs = LegBuilder("tools/call", PARAMS, META)
+    first = legs.build(1, None, None)
+    RoundStarted(round=1, request_id=1, state_only=False)
+    SendRequest(request_id=1, method="tools/call", message=first)
+    ResponseReceived(message={"jsonrpc": "2.0", "id": 1, "result": INPUT_REQUIRED})
+    result = structure_input_required(INPUT_REQUIRED)
+    InputNeeded(round=1, result=result)
+    assert result.input_requests is not None
+    for key, request in result.input_requests.items():
+        InvokeHandler(key=key, request=request, deadline=300.0)
+    wire = {}
+    for key, answer in ANSWERS.items():
+        HandlerReturned(key=key, answer=answer)
+        wire[key] = answer_to_wire("elicitation/create", answer, key=key)
+    second = legs.build(2, wire, result.request_state)
+    RoundFulfilled(round=1, keys=tuple(wire))
+    RoundStarted(round=2, request_id=2, state_only=False)
+    SendRequest(request_id=2, method="tools/call", message=second)
+    ResponseReceived(message={"jsonrpc": "2.0", "id": 2, "result": COMPLETE})
+    Complete(result=COMPLETE, rounds=2)
+
+
+def reference_round(messages: list[str]) -> None:
+    """The same round's messages, only encoded and decoded."""
+    for text in messages:
+        json.dumps(json.loads(text))
+
+
+def _median_us(fn: Callable[[], object], rounds: int, runs: int) -> float:
+    for _ in range(max(rounds // 10, 100)):  # warm-up
+        fn()
+    samples = []
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            start = time.perf_counter_ns()
+            for _ in range(rounds):
+                fn()
+            samples.append((time.perf_counter_ns() - start) / rounds / 1000.0)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5000)
+    args = parser.parse_args()
+
+    sent = one_round()
+    wire = [json.dumps(message) for message in sent]
+    wire += [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "result": INPUT_REQUIRED}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "result": COMPLETE}),
+    ]
+    core = _median_us(one_round, args.rounds, args.runs)
+    floor = _median_us(floor_round, args.rounds, args.runs)
+    reference = _median_us(lambda: reference_round(wire), args.rounds, args.runs)
+    verdict = "ok" if core < TARGET_US else "over target"
+    rows = [
+        ("core: one 2-entry round, flow built, 2 legs",
+         f"{core:8.2f} us   target < {TARGET_US:.0f} us: {verdict}"),
+        ("floor: the same round's object work, no flow logic", f"{floor:8.2f} us"),
+        ("json: dumps + loads of the same 4 messages", f"{reference:8.2f} us"),
+        ("ratio core / json", f"{core / reference:8.2f}x"),
+        ("ratio core / floor", f"{core / floor:8.2f}x"),
+    ]
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
