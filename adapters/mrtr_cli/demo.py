@@ -1,0 +1,152 @@
+"""``mrtr demo``: one MRTR flow whose rounds land on two different server instances.
+
+Starts two ``mrtr serve`` instances of ``examples/deploy.py`` (child processes on free ports of
+127.0.0.1, sharing a fresh key ring and nothing else), a round-robin balancer in front of them
+(:mod:`mrtr_cli.balancer`, logging which instance takes each request), and a client that calls
+``deploy_production``. Round 1 lands on one instance, round 2 on the other, and still
+completes: the answers travel in ``inputResponses`` and the first instance's progress in the
+sealed ``requestState``. The transcript shows each round (instance, request id, keys, state
+size) and the result. ``--interactive`` lets the person answer the forms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from rich.console import Console
+from rich.text import Text
+
+from mrtr_cli.balancer import Backend, Balancer, Hop
+from mrtr_cli.calls import EXIT_FAILED, EXIT_OK, build_client, connect, explain
+from mrtr_cli.forms import Prompter
+from mrtr_cli.inputs import Inputs
+from mrtr_cli.keys import new_ring_data, write_ring
+from mrtr_cli.processes import ServerProcess, serve_argv
+from mrtr_cli.progress import RoundReporter
+from mrtr_cli.render import print_result
+from mrtr_core.client.limits import ClientLimits
+from mrtr_core.errors import MrtrError
+
+__all__ = ["add_parser", "default_app", "run_demo"]
+
+NAMES: Final = ("A", "B")
+TOOL: Final = "deploy_production"
+
+
+def default_app() -> str:
+    """``examples/deploy.py:app`` of the checkout this package runs from."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "examples" / "deploy.py"
+        if candidate.is_file():
+            return f"{candidate}:app"
+    return "examples/deploy.py:app"
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``mrtr demo``."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "demo", help="one MRTR flow across two server instances behind a balancer")
+    p.add_argument("--interactive", action="store_true", help="answer the forms yourself")
+    p.add_argument("--version", default="1.4.2", help="the version to deploy (default 1.4.2)")
+    p.add_argument("--runtime", choices=("sync", "trio", "asyncio"), default="sync",
+                   help="server adapter the instances use (default sync)")
+    p.add_argument("--app", default=None, help="FILE.py:APP to serve (default examples/deploy.py)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds to wait for the instances to start (default 30)")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace, out: Console, ui: Console) -> int:
+    """Run ``mrtr demo``."""
+    return run_demo(out, interactive=args.interactive, version=args.version,
+                    runtime=args.runtime, app=args.app or default_app(), timeout=args.timeout)
+
+
+def run_demo(out: Console, *, interactive: bool = False, version: str = "1.4.2",
+             runtime: str = "sync", app: str | None = None, timeout: float = 30.0) -> int:
+    """The demo; returns the exit status (0 when the flow completed across both instances)."""
+    app = app or default_app()
+    out.print(Text("MRTR demo: one tools/call, two rounds, two server instances",
+                   style="bold"))
+    with tempfile.TemporaryDirectory(prefix="mrtr-demo-") as tmp:
+        ring = Path(tmp) / "ring.json"
+        write_ring(ring, new_ring_data("demo"))
+        instances = [
+            ServerProcess(name, serve_argv(app, runtime=runtime, keys=ring),
+                          log=Path(tmp) / f"instance-{name}.log")
+            for name in NAMES
+        ]
+        try:
+            urls = [instance.wait_ready(timeout) for instance in instances]
+            for instance, url in zip(instances, urls, strict=True):
+                out.print(f"  instance {instance.name}  {url}  (pid {instance.pid})")
+            backends = []
+            for instance, url in zip(instances, urls, strict=True):
+                parts = urlsplit(url)
+                backends.append(Backend(instance.name, parts.hostname or "127.0.0.1",
+                                        parts.port or 80))
+            path = urlsplit(urls[0]).path or "/"
+            with Balancer(backends, on_hop=lambda hop: _print_hop(out, hop)) as balancer:
+                out.print(f"  balancer    {balancer.url}{path}  (round robin: "
+                          f"{', '.join(NAMES)}, {NAMES[0]}, ...)")
+                out.print("  key ring    one fresh key, shared by both instances only\n")
+                return _call(out, balancer, f"{balancer.url}{path}", version, interactive)
+        finally:
+            for instance in instances:
+                instance.stop()
+
+
+def _print_hop(out: Console, hop: Hop) -> None:
+    what = hop.method or hop.http_method
+    out.print(Text(f"  balancer: request id {hop.request_id} ({what}) → instance {hop.backend}, "
+                   f"HTTP {hop.status}", style="cyan"))
+
+
+def _call(out: Console, balancer: Balancer, url: str, version: str, interactive: bool) -> int:
+    def where(request_id: Any) -> str | None:
+        for hop in reversed(balancer.hops):
+            if hop.request_id == request_id:
+                return f"instance {hop.backend}"
+        return None
+
+    reporter = RoundReporter(out, where=where)
+    inputs = Inputs(
+        console=out,
+        prompter=Prompter(Console(stderr=True), server="deploy (via the balancer)")
+        if interactive else None,
+        auto=not interactive,
+        fill=True,
+    )
+    arguments = {"version": version}
+    out.print(f"calling {TOOL} {json.dumps(arguments)}")
+    limits = ClientLimits(flow_timeout=None if interactive else 60.0,
+                          handler_timeout=None if interactive else 60.0)
+    with build_client(connect(url, None), inputs, on_event=reporter, limits=limits) as client:
+        try:
+            result = client.call_tool(TOOL, arguments)
+        except MrtrError as exc:
+            out.print(explain(exc))
+            return EXIT_FAILED
+    reporter.completed()
+    out.print("\nresult:")
+    print_result(out, "tools/call", result, raw=False)
+    served = {hop.request_id: hop.backend for hop in balancer.hops if hop.method == "tools/call"}
+    calls = list(served.values())
+    if len(calls) >= 2 and calls[0] != calls[-1]:
+        out.print(Text(
+            f"\nRound 1 was served by instance {calls[0]} and round {len(calls)} by instance "
+            f"{calls[-1]}, which never saw round 1: the answers came back in inputResponses, "
+            f"and everything instance {calls[0]} had worked out came back sealed in "
+            "requestState.", style="green"))
+    return EXIT_OK if not result.get("isError") else EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(run_demo(Console()))

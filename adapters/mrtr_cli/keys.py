@@ -1,0 +1,145 @@
+"""Key ring files: the secrets every instance of a deployment shares.
+
+Format (JSON), the same as the ``MRTR_KEYS`` environment variable apps read::
+
+    {"k1": "<base64 of 32+ random bytes>", "k2": "..."}
+
+The last key seals new tokens, every key opens them. The long form
+``{"active": "k1", "keys": {...}}`` names the sealing key explicitly. Rotate in three steps,
+each rolled out to every instance before the next (see ``mrtr_core.state.keys``): add the new
+key (not yet last), make it the sealing one, drop the old one after a full state lifetime.
+``mrtr keys new`` writes a fresh ring.
+
+``mrtr serve --keys FILE`` exports the ring as ``MRTR_KEYS`` (sealing key last) before it
+imports the app, so an app that builds its codec from ``MRTR_KEYS`` (as
+``examples/deploy.py`` does) shares the ring with every other instance started the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from mrtr_core.errors import MrtrError
+from mrtr_core.state import KeyRing
+
+__all__ = [
+    "ENV_KEYS",
+    "KeyFileError",
+    "load_ring",
+    "new_ring_data",
+    "ring_env_value",
+    "ring_from_data",
+    "ring_from_environment",
+    "write_ring",
+]
+
+ENV_KEYS: Final = "MRTR_KEYS"
+MAX_RING_BYTES: Final = 64 * 1024
+
+
+class KeyFileError(MrtrError):
+    """A key ring file or variable is unreadable or malformed (the message says which)."""
+
+
+def new_ring_data(
+    kid: str = "k1", *, random: Callable[[int], bytes] = os.urandom
+) -> dict[str, str]:
+    """A fresh one-key ring as JSON-able data (32 random bytes)."""
+    return {kid: base64.b64encode(random(32)).decode("ascii")}
+
+
+def ring_env_value(ring: KeyRing) -> str:
+    """The ring as ``MRTR_KEYS`` text: ``{kid: base64}`` with the sealing key last."""
+    ordered = [(k, v) for k, v in ring.items() if k != ring.active]
+    ordered.append((ring.active, ring.key(ring.active)))
+    return json.dumps({k: base64.b64encode(v).decode("ascii") for k, v in ordered})
+
+
+def ring_from_data(data: Any, *, source: str = "key ring") -> KeyRing:
+    """Read ring data (see the module docstring).
+
+    Raises:
+        KeyFileError: the data is not a ring, a key is not base64, or the ring is invalid.
+    """
+    if not isinstance(data, Mapping) or not data:
+        raise KeyFileError(f"{source}: expected a JSON object {{key id: base64 key}}")
+    if isinstance(data.get("keys"), Mapping):
+        active = data.get("active")
+        encoded_keys: Mapping[str, Any] = data["keys"]
+        if not isinstance(active, str):
+            raise KeyFileError(f"{source}: 'active' must name a key id")
+    else:
+        encoded_keys = data
+        active = list(data)[-1]
+    keys: dict[str, bytes] = {}
+    for kid, encoded in encoded_keys.items():
+        if not isinstance(encoded, str):
+            raise KeyFileError(f"{source}: key {kid!r} must be a base64 string")
+        try:
+            keys[str(kid)] = base64.b64decode(encoded.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            try:
+                keys[str(kid)] = base64.urlsafe_b64decode(
+                    encoded.encode("ascii") + b"=" * (-len(encoded) % 4))
+            except (binascii.Error, UnicodeEncodeError, ValueError):
+                raise KeyFileError(f"{source}: key {kid!r} is not base64") from None
+    try:
+        return KeyRing(keys, active=active)
+    except (TypeError, ValueError) as exc:
+        raise KeyFileError(f"{source}: {exc}") from exc
+
+
+def load_ring(path: str | Path) -> KeyRing:
+    """Read a key ring file.
+
+    Raises:
+        KeyFileError: unreadable, too large, not JSON, or not a valid ring.
+    """
+    file = Path(path)
+    try:
+        if file.stat().st_size > MAX_RING_BYTES:
+            raise KeyFileError(f"{file}: larger than {MAX_RING_BYTES} bytes")
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise KeyFileError(f"{file}: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KeyFileError(f"{file}: not JSON ({exc})") from exc
+    return ring_from_data(data, source=str(file))
+
+
+def ring_from_environment(environ: Mapping[str, str] | None = None) -> KeyRing | None:
+    """The ring in ``MRTR_KEYS``, if set."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_KEYS):
+        try:
+            data = json.loads(env[ENV_KEYS])
+        except json.JSONDecodeError as exc:
+            raise KeyFileError(f"${ENV_KEYS}: not JSON ({exc})") from exc
+        return ring_from_data(data, source=f"${ENV_KEYS}")
+    return None
+
+
+def write_ring(path: str | Path, data: Mapping[str, Any]) -> None:
+    """Write ring data to ``path``, readable by its owner only."""
+    file = Path(path)
+    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(data, out, indent=2)
+        out.write("\n")
+
+
+def cmd_new(args: Any, out: Any) -> int:
+    """``mrtr keys new [FILE] [--kid ID]``: write a fresh ring to FILE (0600) or stdout."""
+    data = new_ring_data(args.kid)
+    if args.file:
+        write_ring(args.file, data)
+        out.print(f"wrote a one-key ring ({args.kid}) to {args.file}")
+    else:
+        print(json.dumps(data))
+    return 0

@@ -1,0 +1,186 @@
+"""``mrtr serve FILE.py:APP``: serve an app over Streamable HTTP or stdio.
+
+Keys: ``--keys FILE`` is exported as ``MRTR_KEYS`` before the app's file is imported, so an
+app that builds its codec from ``MRTR_KEYS`` (``examples/deploy.py`` does) seals with the ring
+every instance shares (see :mod:`mrtr_cli.keys`). ``--redis URL`` shares a replay guard for
+single-use tools. ``--workers N`` starts N processes on N consecutive ports (PORT, PORT+1, ...):
+each is a whole instance, individually addressable behind a load balancer (``deploy/``).
+
+Each HTTP instance prints one line on stdout once it listens::
+
+    mrtr serve: listening on http://127.0.0.1:8001/mcp (pid 4242, runtime sync, app deploy)
+
+Supervisors (the demo, the deployment test) wait for that line instead of polling the port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Final
+
+from rich.console import Console
+
+from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value
+from mrtr_core.app import App
+from mrtr_core.errors import MrtrError
+
+__all__ = ["READY_PREFIX", "AppLoadError", "add_parser", "load_app", "ready_line"]
+
+READY_PREFIX: Final = "mrtr serve: listening on "
+RUNTIMES: Final = ("sync", "trio", "asyncio")
+
+
+class AppLoadError(MrtrError):
+    """``FILE.py:APP`` could not be loaded (the message says why)."""
+
+
+def load_app(spec: str) -> App:
+    """Import ``FILE.py`` and return its ``APP`` attribute (default ``app``).
+
+    ``APP`` may be an :class:`~mrtr_core.app.App` or a callable with no arguments returning one.
+
+    Raises:
+        AppLoadError: no such file or attribute, or not an app.
+    """
+    path_text, _, attribute = spec.partition(":")
+    attribute = attribute or "app"
+    path = Path(path_text)
+    if not path.is_file():
+        raise AppLoadError(f"{path_text}: no such file")
+    name = f"mrtr_served_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(name, path.resolve())
+    if module_spec is None or module_spec.loader is None:
+        raise AppLoadError(f"{path_text}: cannot be imported")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    # The app's folder is importable, as it would be for `python FILE.py`.
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        raise AppLoadError(f"{path_text}: import failed: {type(exc).__name__}: {exc}") from exc
+    return _app_attribute(module, attribute, path_text)
+
+
+def _app_attribute(module: ModuleType, attribute: str, where: str) -> App:
+    value = getattr(module, attribute, None)
+    if value is None:
+        raise AppLoadError(f"{where}: has no attribute {attribute!r}")
+    if not isinstance(value, App) and callable(value):
+        value = value()
+    if not isinstance(value, App):
+        raise AppLoadError(f"{where}:{attribute} is not an mrtr_core.app.App")
+    return value
+
+
+def ready_line(url: str, runtime: str, app: App) -> str:
+    """The line an instance prints once it listens."""
+    return f"{READY_PREFIX}{url} (pid {os.getpid()}, runtime {runtime}, app {app.name})"
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``mrtr serve``."""
+    p: argparse.ArgumentParser = sub.add_parser("serve", help="serve an app over HTTP or stdio")
+    p.add_argument("app", metavar="FILE.py:APP", help="the app to serve (APP defaults to app)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000,
+                   help="port (default 8000; 0 picks a free one); workers use PORT..PORT+N-1")
+    p.add_argument("--runtime", choices=RUNTIMES, default="sync",
+                   help="server adapter: sync (threads), trio or asyncio")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run N instances on N consecutive ports")
+    p.add_argument("--stdio", action="store_true", help="serve one client over stdin/stdout")
+    p.add_argument("--keys", metavar="FILE", help="the shared key ring (JSON; see mrtr keys new)")
+    p.add_argument("--redis", metavar="URL",
+                   help="Redis URL for the shared replay guard (redis://, unix://)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
+    """Run ``mrtr serve``."""
+    if args.workers < 1:
+        ui.print("--workers must be at least 1")
+        return 2
+    if args.keys:
+        os.environ[ENV_KEYS] = ring_env_value(load_ring(args.keys))
+    elif not os.environ.get(ENV_KEYS):
+        ui.print("mrtr serve: no --keys and no MRTR_KEYS: the app uses its own default key; "
+                 "instances share requestState only if they share a ring", style="yellow")
+    if args.workers > 1:
+        if args.stdio:
+            ui.print("--workers does not apply to --stdio")
+            return 2
+        if args.port == 0:
+            ui.print("--workers needs an explicit --port (instances use PORT..PORT+N-1)")
+            return 2
+        return _supervise(args, ui)
+    app = load_app(args.app)
+    guard = _guard(args.redis, args.runtime) if args.redis else None
+    from mrtr_cli import servers
+
+    if args.stdio:
+        return servers.serve_stdio(app, runtime=args.runtime, guard=guard)
+    return servers.serve_http(app, host=args.host, port=args.port, runtime=args.runtime,
+                              guard=guard, on_ready=lambda url: _announce(url, args.runtime, app))
+
+
+def _announce(url: str, runtime: str, app: App) -> None:
+    print(ready_line(url, runtime, app), flush=True)
+
+
+def _guard(url: str, runtime: str) -> Any:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    if runtime == "trio":
+        from mrtr_trio.replay_redis import TrioRedisReplayGuard
+
+        return TrioRedisReplayGuard(client)
+    if runtime == "asyncio":
+        import redis.asyncio
+        from mrtr_asyncio.replay_redis import AsyncRedisReplayGuard
+
+        return AsyncRedisReplayGuard(redis.asyncio.Redis.from_url(url))
+    from mrtr_sync.replay_redis import RedisReplayGuard
+
+    return RedisReplayGuard(client)
+
+
+def _supervise(args: argparse.Namespace, ui: Console) -> int:
+    """Start one child per worker and wait for all of them; SIGTERM/SIGINT stops them all.
+
+    A worker that dies leaves the others running (the balancer skips it); the exit status is
+    1 when any worker ended other than by being stopped.
+    """
+    children: list[subprocess.Popen[bytes]] = []
+    base = [sys.executable, "-m", "mrtr_cli", "serve", args.app, "--host", args.host,
+            "--runtime", args.runtime]
+    if args.redis:
+        base += ["--redis", args.redis]
+    for index in range(args.workers):
+        children.append(subprocess.Popen([*base, "--port", str(args.port + index)]))
+
+    def stop(signum: int, _frame: object) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.terminate()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        status = 0
+        for child in children:
+            code = child.wait()
+            if code not in (0, -signal.SIGTERM, -signal.SIGINT):
+                ui.print(f"mrtr serve: worker pid {child.pid} exited with {code}")
+                status = 1
+        return status
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,329 @@
+"""The other subcommands: keys, state inspect, sim, serve (workers, stdio), the demo balancer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mrtr_cli.balancer import Backend, Balancer
+from mrtr_cli.keys import (
+    KeyFileError,
+    load_ring,
+    new_ring_data,
+    ring_env_value,
+    ring_from_data,
+    write_ring,
+)
+from mrtr_cli.main import main
+from mrtr_cli.processes import ServerProcess, serve_argv
+from mrtr_cli.serve import AppLoadError, load_app
+
+from mrtr_core.state import Binding, StateCodec, digest_arguments
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = base64.b64encode(b"k" * 32).decode()
+OTHER = base64.b64encode(b"o" * 32).decode()
+NOW = 1_800_000_000.0
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+
+def test_key_ring_file_forms() -> None:
+    short = ring_from_data({"old": OTHER, "new": KEY})
+    assert short.active == "new" and short.ids == {"old", "new"}
+    long = ring_from_data({"active": "old", "keys": {"old": OTHER, "new": KEY}})
+    assert long.active == "old"
+    exported = json.loads(ring_env_value(long))
+    assert list(exported) == ["new", "old"]  # the sealing key last, as MRTR_KEYS wants
+
+
+@pytest.mark.parametrize(("data", "fragment"), [
+    ({}, "expected a JSON object"),
+    ({"k": "not base64!"}, "not base64"),
+    ({"k": base64.b64encode(b"short").decode()}, "at least 32"),
+    ({"active": 3, "keys": {"k": KEY}}, "'active' must name"),
+])
+def test_bad_key_rings_are_refused(data: Any, fragment: str) -> None:
+    with pytest.raises(KeyFileError, match=fragment):
+        ring_from_data(data)
+
+
+def test_keys_new_writes_an_owner_only_ring(tmp_path: Path) -> None:
+    path = tmp_path / "ring.json"
+    assert main(["keys", "new", str(path), "--kid", "prod1"]) == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    ring = load_ring(path)
+    assert ring.active == "prod1" and len(ring.key("prod1")) == 32
+
+
+# --- state inspect -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sealed(tmp_path: Path) -> tuple[Path, str]:
+    ring_file = tmp_path / "ring.json"
+    write_ring(ring_file, {"k1": KEY})
+    codec = StateCodec(load_ring(ring_file), audience="deploy", nonce=lambda n: b"\x01" * n)
+    binding = Binding(method="tools/call", target="deploy_production",
+                      arguments_digest=digest_arguments({"version": "1.4.2"}))
+    return ring_file, codec.seal({"plan": ["drain", "roll"]}, binding, NOW)
+
+
+def inspect(ring: Path, token: str, *extra: str) -> list[str]:
+    return ["state", "inspect", token, "--keys", str(ring), "--audience", "deploy",
+            "--now", str(NOW + 5), *extra]
+
+
+BOUND = ["--method", "tools/call", "--target", "deploy_production",
+         "--arguments", '{"version": "1.4.2"}']
+
+
+def test_state_inspect_verifies_and_shows_the_payload(sealed: tuple[Path, str],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    ring, token = sealed
+    assert main(inspect(ring, token, *BOUND)) == 0
+    out = capsys.readouterr().out
+    assert "valid" in out and "binding matches" in out
+    assert "tools/call deploy_production" in out
+    assert "k1" in out and "2027-01-15T08:00:00+00:00" in out  # issued at NOW
+    assert '"plan"' in out and '"drain"' in out
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (["--audience", "other"], "binding_mismatch"),
+    (["--arguments", '{"version": "9"}'], "binding_mismatch"),
+    (["--now", str(NOW + 10_000)], "expired"),
+])
+def test_state_inspect_rejects(sealed: tuple[Path, str], capsys: pytest.CaptureFixture[str],
+                               change: list[str], reason: str) -> None:
+    ring, token = sealed
+    assert main(inspect(ring, token, *BOUND, *change)) == 1
+    assert f"rejected: {reason}" in capsys.readouterr().err
+
+
+def test_state_inspect_rejects_a_tampered_token(sealed: tuple[Path, str],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    ring, token = sealed
+    flipped = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
+    assert main(inspect(ring, flipped, *BOUND)) == 1
+    assert "rejected:" in capsys.readouterr().err
+
+
+def test_state_inspect_without_binding_needs_the_codec_inspection(
+        sealed: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    ring, token = sealed
+    status = main(inspect(ring, token))
+    if hasattr(StateCodec, "inspect"):
+        assert status == 0
+        assert "binding not checked" in capsys.readouterr().out
+    else:
+        assert status == 2
+        assert "give --method and --target" in capsys.readouterr().err
+
+
+# --- sim -----------------------------------------------------------------------------------------
+
+
+def test_sim_runs_a_seeded_campaign_reproducibly(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sim", "--seed", "11", "--flows", "60", "--faults", "all"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert "mrtr simulation: seed=11 flows=60" in first
+    assert "invariants: all held" in first
+    assert main(argv) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_sim_refuses_unknown_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--faults", "meteor=1"]) == 2
+    assert "unknown fault 'meteor'" in capsys.readouterr().err
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def test_load_app_reports_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(AppLoadError, match="no such file"):
+        load_app(str(tmp_path / "nope.py"))
+    bad = tmp_path / "bad.py"
+    bad.write_text("app = 3\n")
+    with pytest.raises(AppLoadError, match=r"is not an mrtr_core\.app\.App"):
+        load_app(f"{bad}:app")
+    with pytest.raises(AppLoadError, match="has no attribute 'other'"):
+        load_app(f"{bad}:other")
+
+
+def consecutive_free_ports(count: int) -> int:
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        sockets = []
+        try:
+            for offset in range(count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise AssertionError("no consecutive free ports")
+
+
+def answers_file(tmp_path: Path) -> Path:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"confirm_deploy": {"confirm": True},
+                                "change_ticket": {"ticket": "CHG-1"}}))
+    return path
+
+
+def test_serve_workers_run_on_consecutive_ports_and_stop_together(tmp_path: Path) -> None:
+    ring = tmp_path / "ring.json"
+    write_ring(ring, new_ring_data())
+    base = consecutive_free_ports(2)
+    argv = [*serve_argv("examples/deploy.py:app", port=base, keys=ring), "--workers", "2"]
+    parent = ServerProcess("workers", argv, log=tmp_path / "serve.log", cwd=ROOT)
+    try:
+        urls = sorted(parent.wait_listening(2, 30))
+        assert urls == [f"http://127.0.0.1:{base}/mcp", f"http://127.0.0.1:{base + 1}/mcp"]
+        for url in urls:
+            done = subprocess.run(
+                [sys.executable, "-m", "mrtr_cli", "call", url, "deploy_production",
+                 "--arg", "version=1", "--answers", str(answers_file(tmp_path))],
+                cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+            assert done.returncode == 0, done.stderr
+        os.kill(parent.pid, signal.SIGTERM)
+        assert parent.proc.wait(30) == 0
+    finally:
+        parent.stop()
+    for url in urls:
+        port = int(url.split(":")[2].split("/")[0])
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, "worker still listening"
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["call", "deploy_production"])
+    assert info.value.code == 2
+    assert "give the server URL" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["call", "http://x/mcp", "t", "--arg", "novalue"])
+    assert "expected NAME=VALUE or NAME:=JSON" in capsys.readouterr().err
+
+
+# --- the demo's balancer -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def backends() -> Iterator[list[Backend]]:
+    servers = []
+    for name in ("A", "B"):
+        class Handler(BaseHTTPRequestHandler):
+            who = name
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = self.who.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    yield [Backend(n, "127.0.0.1", int(s.server_address[1])) for n, s in zip("AB", servers)]
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_balancer_alternates_and_logs_each_request(backends: list[Backend]) -> None:
+    import http.client
+
+    with Balancer(backends) as balancer:
+        conn = http.client.HTTPConnection("127.0.0.1", balancer.port)
+        answers = []
+        for request_id in range(1, 5):
+            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call"})
+            conn.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json"})
+            answers.append(conn.getresponse().read().decode())
+        conn.close()
+    assert answers == ["A", "B", "A", "B"]
+    assert [(h.request_id, h.backend, h.method, h.status) for h in balancer.hops] == [
+        (1, "A", "tools/call", 200), (2, "B", "tools/call", 200),
+        (3, "A", "tools/call", 200), (4, "B", "tools/call", 200)]
+
+
+def test_balancer_answers_502_for_a_dead_backend() -> None:
+    import http.client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = int(probe.getsockname()[1])
+    with Balancer([Backend("gone", "127.0.0.1", dead)]) as balancer:
+        conn = http.client.HTTPConnection("127.0.0.1", balancer.port)
+        conn.request("POST", "/mcp", body=b"{}")
+        assert conn.getresponse().status == 502
+        conn.close()
+    assert balancer.hops[0].status == 502
+
+
+def test_demo_interactive_takes_the_persons_answers() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mrtr_cli", "demo", "--interactive", "--version", "9.9"],
+        cwd=ROOT, input="y\na\nCHG-55\na\n", capture_output=True, text=True, timeout=60,
+        check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Deployed 9.9 to production under change ticket CHG-55." in done.stdout
+    assert "Deploy 9.9 to production" in done.stderr  # the form was shown to the person
+    assert "round 2 ← complete from instance B" in done.stdout
+
+
+def test_prompt_and_read_commands_against_a_served_factory(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"mood": {"mood": "sad"}, "pin": {"pin": 7}}))
+    app = f"{ROOT / 'tests' / 'cli' / 'cli_app.py'}:make_app"  # a factory, called once
+    instance = ServerProcess("cli-app", serve_argv(app), log=tmp_path / "serve.log", cwd=ROOT)
+    try:
+        url = instance.wait_ready(30)
+        done = subprocess.run(
+            [sys.executable, "-m", "mrtr_cli", "prompt", url, "story", "--arg", "hero=Ada",
+             "--answers", str(answers)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "A sad story about Ada" in done.stdout
+        done = subprocess.run(
+            [sys.executable, "-m", "mrtr_cli", "read", url, "memo://note",
+             "--answers", str(answers)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "memo://note" in done.stdout and "note unlocked with 7" in done.stdout
+    finally:
+        instance.stop()
+
+
+def test_prompt_arguments_must_be_strings(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["prompt", "http://127.0.0.1:1/mcp", "story", "--arg", "n:=3"])
+    assert "prompt arguments are strings" in capsys.readouterr().err

@@ -1,0 +1,180 @@
+"""The README's promises, checked: its two commands, its code blocks, its state diagram.
+
+The demo command is run as written after its install steps (which the existing virtualenv
+already did: tests never recreate it); ``mrtr call`` is run against ``examples/deploy.py``
+served by ``mrtr serve``; the README's Python blocks are executed; the driver block must be
+the code of ``examples/driver_sync.py``, which is run too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mrtr_cli.keys import new_ring_data, write_ring
+from mrtr_cli.processes import ServerProcess, serve_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BIN = Path(sys.executable).parent  # the virtualenv the tests run in
+TIMEOUT = 60
+
+
+def block_after(marker: str) -> str:
+    """The first fenced code block after ``<!-- marker -->``."""
+    match = re.search(rf"<!-- {re.escape(marker)} -->\s*```\w*\n(.*?)```", README, re.S)
+    assert match, f"README has no block after <!-- {marker} -->"
+    return match.group(1)
+
+
+def mrtr(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "mrtr"), *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``examples/deploy.py`` served by ``mrtr serve`` (its own process); yields the URL."""
+    tmp = tmp_path_factory.mktemp("served")
+    ring = tmp / "ring.json"
+    write_ring(ring, new_ring_data())
+    instance = ServerProcess("deploy", serve_argv("examples/deploy.py:app", keys=ring),
+                             log=tmp / "serve.log", cwd=ROOT)
+    try:
+        yield instance.wait_ready(TIMEOUT)
+    finally:
+        instance.stop()
+
+
+# --- the two commands ----------------------------------------------------------------------
+
+
+def test_readme_has_exactly_two_commands() -> None:
+    assert re.findall(r"<!-- readme-command: (\w+) -->", README) == ["demo", "tests"]
+    assert block_after("readme-command: tests").strip() == "bash scripts/test.sh"
+    assert (ROOT / "scripts" / "test.sh").is_file()
+
+
+def test_demo_command_installs_what_the_demo_needs() -> None:
+    steps = [s.strip() for s in block_after("readme-command: demo").strip().split("&&")]
+    assert steps[0] == "python3 -m venv .venv"
+    install = shlex.split(steps[1])
+    assert install[:3] == [".venv/bin/pip", "install", "-e"]
+    extras = re.fullmatch(r"\.(?:\[([\w,]+)\])?", install[3])
+    assert extras, install[3]
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for extra in (extras.group(1) or "").split(","):
+        if extra:
+            assert extra in declared["optional-dependencies"]
+    assert steps[2] == ".venv/bin/mrtr demo"
+
+
+def test_demo_runs_one_flow_across_two_instances() -> None:
+    step = block_after("readme-command: demo").strip().split("&&")[-1].strip()
+    argv = shlex.split(step)
+    assert argv[0] == ".venv/bin/mrtr"
+    done = mrtr(*argv[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert re.search(r"instance A  http://127\.0\.0\.1:\d+/mcp", out)
+    assert re.search(r"instance B  http://127\.0\.0\.1:\d+/mcp", out)
+    assert "balancer: request id 1 (tools/call) → instance A, HTTP 200" in out
+    assert re.search(r"round 1 ← input_required from instance A: confirm_deploy \(form\), "
+                     r"change_ticket \(form\); requestState \d+ bytes", out)
+    assert "balancer: request id 2 (tools/call) → instance B, HTTP 200" in out
+    assert "round 2 → request id 2 (inputResponses + requestState echoed)" in out
+    assert "round 2 ← complete from instance B" in out
+    assert "Deployed 1.4.2 to production under change ticket demo-ticket." in out
+    assert "Round 1 was served by instance A and round 2 by instance B" in out
+
+
+def test_call_answers_from_a_file_against_mrtr_serve(served: str, tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"confirm_deploy": {"confirm": True},
+                                   "change_ticket": {"ticket": "CHG-7"}}))
+    done = mrtr("call", served, "deploy_production", "--arg", "version=2.0.0",
+                "--answers", str(answers))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Deployed 2.0.0 to production under change ticket CHG-7.\n"
+    assert "round 1 ← input_required: confirm_deploy (form), change_ticket (form)" in done.stderr
+    assert "round 2 ← complete" in done.stderr
+
+
+def test_call_declined_in_answers_file_reports_the_tool_error(served: str,
+                                                              tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"confirm_deploy": {"action": "decline"},
+                                   "change_ticket": {"action": "cancel"}}))
+    done = mrtr("call", served, "deploy_production", "--json", '{"version": "2.0.0"}',
+                "--answers", str(answers))
+    assert done.returncode == 3
+    assert "Deployment of 2.0.0 was not confirmed." in done.stdout
+
+
+def test_call_prompts_on_stdin_when_interactive(served: str) -> None:
+    typed = "\n".join(["maybe", "y", "a", "", "CHG-9", "a"]) + "\n"
+    done = mrtr("call", served, "deploy_production", "--arg", "version=3.1",
+                "--interactive", "--raw", stdin=typed)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"][0]["text"] == (
+        "Deployed 3.1 to production under change ticket CHG-9.")
+    assert "answer y or n" in done.stderr
+    assert "this field is required" in done.stderr
+
+
+def test_call_without_answers_in_a_script_stops_cleanly(served: str) -> None:
+    done = mrtr("call", served, "deploy_production", "--arg", "version=1")
+    assert done.returncode == 1
+    assert "nobody is at a terminal" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# --- code blocks -------------------------------------------------------------------------------
+
+
+def test_driver_block_is_the_example_driver_and_the_example_runs() -> None:
+    source = (ROOT / "examples" / "driver_sync.py").read_text(encoding="utf-8")
+    assert block_after("readme-driver") in source
+    done = subprocess.run([sys.executable, "examples/driver_sync.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Deployed 1.4.2 to production under change ticket CHG-1234." in done.stdout
+    assert "'inputResponses'" in done.stdout and "'requestState'" in done.stdout
+
+
+def test_simulator_block_runs() -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(block_after("readme-python: sim"), "README.md:sim", "exec"), namespace)
+    report: Any = namespace["report"]
+    assert report.ok is True
+
+
+@pytest.mark.parametrize("block", ["sync", "trio"])
+def test_client_block_runs_against_a_served_app(served: str, block: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code = block_after(f"readme-python: {block}")
+    assert "http://127.0.0.1:8000/mcp" in code
+    exec(compile(code.replace("http://127.0.0.1:8000/mcp", served), f"README.md:{block}",
+                 "exec"), {})
+    out = capsys.readouterr().out
+    assert "Deployed 1.4.2 to production under change ticket CHG-1234." in out
+
+
+def test_state_diagram_is_generated_from_the_transition_table() -> None:
+    done = subprocess.run([sys.executable, "scripts/state_diagram.py", "--check", "README.md"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+    from mrtr_core.client.states import TRANSITIONS
+
+    for (source, trigger), target in TRANSITIONS.items():
+        label = trigger.label.replace(":", " -")
+        line = re.search(rf"^    {source.name} --> {target.name}: (.*)$", README, re.M)
+        assert line and label in line.group(1), (source, trigger, target)
