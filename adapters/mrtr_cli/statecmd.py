@@ -21,14 +21,9 @@ from rich.text import Text
 
 from mrtr_cli.keys import load_ring
 from mrtr_cli.safe import plain
-from mrtr_core.errors import MrtrError
 from mrtr_core.state import Binding, StateCodec, StateRejectedError, digest_arguments
 
-__all__ = ["BindingRequiredError", "add_parser", "inspect_token"]
-
-
-class BindingRequiredError(MrtrError):
-    """The codec can only open a token for a given binding (no inspection API)."""
+__all__ = ["add_parser", "inspect_token"]
 
 
 def add_parser(sub: Any) -> None:
@@ -71,13 +66,8 @@ def inspect_token(codec: StateCodec, token: str, *, now: float,
                                  "target": binding.target, "principal": binding.principal,
                                  "digest": binding.digest}
     else:
-        inspect = getattr(codec, "inspect", None)
-        if inspect is None:
-            raise BindingRequiredError(
-                "this codec opens a token only for its binding: give --method and --target "
-                "(and --arguments, --principal)")
-        opened = inspect(token, now)
-        bound = {"checked": False, "digest": getattr(opened, "binding_digest", None)}
+        opened = codec.inspect(token, now)
+        bound = {"checked": False, "digest": opened.binding_digest}
     return {
         "key_id": opened.key_id,
         "token_id": opened.token_id,
@@ -106,9 +96,6 @@ def cmd_inspect(args: argparse.Namespace, out: Console, ui: Console) -> int:
     now = args.now if args.now is not None else time.time()
     try:
         info = inspect_token(codec, token, now=now, binding=binding)
-    except BindingRequiredError as exc:
-        ui.print(str(exc))
-        return 2
     except StateRejectedError as exc:
         ui.print(Text(f"✗ rejected: {exc.reason}" + (f" ({exc.detail})" if exc.detail else ""),
                       style="bold red"))

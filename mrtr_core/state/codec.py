@@ -27,6 +27,7 @@ one base64 step. The size limit is checked before any cryptographic work.
 
 from __future__ import annotations
 
+import base64
 import binascii
 import hashlib
 import hmac
@@ -82,6 +83,8 @@ class OpenedState:
         expires_at: ``issued_at + ttl``; the codec still accepts it for ``skew`` seconds
             after that, so a replay guard should remember the id until ``expires_at + skew``.
         key_id: The ring key that sealed it.
+        binding_digest: The sealed binding tag as base64url text (compare with
+            :attr:`Binding.digest`); filled in by :meth:`StateCodec.inspect`.
     """
 
     payload: dict[str, Any]
@@ -89,6 +92,7 @@ class OpenedState:
     issued_at: float
     expires_at: float
     key_id: str
+    binding_digest: str = ""
 
 
 def _b64encode(raw: bytes) -> str:
@@ -276,6 +280,21 @@ class StateCodec:
             StateRejectedError: With ``reason`` ``too_large``, ``malformed``, ``unknown_key``,
                 ``bad_mac``, ``expired`` or ``binding_mismatch``.
         """
+        return self._unseal(token, binding.tag, now)
+
+    def inspect(self, token: object, now: float) -> OpenedState:
+        """Verify everything but the binding, for operators (``mrtr state inspect``).
+
+        Integrity, key, expiry and audience are checked exactly as :meth:`open` checks
+        them; the binding is reported in ``binding_digest`` instead of compared. Never use
+        this to serve a request: only :meth:`open` checks what the token is bound to (S11).
+
+        Raises:
+            StateRejectedError: As :meth:`open`, except ``binding_mismatch`` for the request.
+        """
+        return self._unseal(token, None, now)
+
+    def _unseal(self, token: object, binding_tag: bytes | None, now: float) -> OpenedState:
         if not isinstance(token, str):
             raise StateRejectedError("malformed", "requestState is not a string")
         if len(token) > self._max_bytes:  # before any decoding or crypto
@@ -311,7 +330,7 @@ class StateCodec:
         # Everything below was sealed by a ring key: its shape is still checked.
         if len(plain) < _CLAIMS.size:
             raise StateRejectedError("malformed", "claims too short")
-        version, iat, exp, audience_tag, binding_tag = _CLAIMS.unpack_from(plain)
+        version, iat, exp, audience_tag, sealed_binding = _CLAIMS.unpack_from(plain)
         if version != _VERSION:
             raise StateRejectedError("malformed", f"claims version {version}")
         # Accept-conditions stated positively so a NaN never passes.
@@ -321,7 +340,7 @@ class StateCodec:
             raise StateRejectedError("expired", "past its expiry")
         if audience_tag != self._audience_tag:
             raise StateRejectedError("binding_mismatch", "audience")
-        if binding_tag != binding.tag:
+        if binding_tag is not None and sealed_binding != binding_tag:
             raise StateRejectedError("binding_mismatch", "method, target, arguments or principal")
         try:
             payload = _DECODE(plain[_CLAIMS.size :].decode("ascii"))
@@ -329,4 +348,7 @@ class StateCodec:
             raise StateRejectedError("malformed", "payload is not JSON") from None
         if not isinstance(payload, dict):
             raise StateRejectedError("malformed", "payload is not an object")
-        return OpenedState(payload, _b64encode(nonce), iat, exp, kid)
+        digest = "" if binding_tag is not None else (
+            base64.urlsafe_b64encode(sealed_binding).rstrip(b"=").decode("ascii")
+        )
+        return OpenedState(payload, _b64encode(nonce), iat, exp, kid, digest)

@@ -122,16 +122,21 @@ def test_state_inspect_rejects_a_tampered_token(sealed: tuple[Path, str],
     assert "rejected:" in capsys.readouterr().err
 
 
-def test_state_inspect_without_binding_needs_the_codec_inspection(
+def test_state_inspect_without_binding_shows_the_sealed_binding_digest(
         sealed: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     ring, token = sealed
-    status = main(inspect(ring, token))
-    if hasattr(StateCodec, "inspect"):
-        assert status == 0
-        assert "binding not checked" in capsys.readouterr().out
-    else:
-        assert status == 2
-        assert "give --method and --target" in capsys.readouterr().err
+    assert main(inspect(ring, token)) == 0
+    out = capsys.readouterr().out
+    assert "binding not checked" in out
+    assert "binding digest" in out
+
+
+def test_state_inspect_without_binding_still_rejects_a_tampered_token(
+        sealed: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    ring, token = sealed
+    flipped = token[:-2] + ("A" if token[-2] != "A" else "B") + token[-1]
+    assert main(inspect(ring, flipped)) == 1
+    assert "rejected:" in capsys.readouterr().err
 
 
 # --- sim -----------------------------------------------------------------------------------------

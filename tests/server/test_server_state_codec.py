@@ -269,3 +269,33 @@ def test_codec_validation() -> None:
         short.seal({}, BINDING, T0)
     rotated = make_codec().with_ring(ring.with_key("k2", KEY2, activate=True))
     assert rotated.seal({}, BINDING, T0).startswith("v1.k2.")
+
+
+@pytest.mark.parametrize("mode", ["aead", "hmac"])
+def test_inspect_reports_the_binding_without_checking_it(mode: str) -> None:
+    codec = make_codec(mode=mode)
+    token = codec.seal({"step": 2}, BINDING, T0)
+    inspected = codec.inspect(token, T0 + 1)
+    assert inspected.payload == {"step": 2}
+    assert inspected.binding_digest == BINDING.digest
+    assert codec.open(token, BINDING, T0 + 1).binding_digest == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [("tamper", "bad_mac"), ("expire", "expired"), ("audience", "binding_mismatch")],
+)
+def test_inspect_still_checks_integrity_expiry_and_audience(change: str, reason: str) -> None:
+    codec = make_codec()
+    token = codec.seal({"step": 2}, BINDING, T0)
+    now = T0 + 1
+    if change == "tamper":
+        body = token.split(".", 2)[2]
+        token = token[: -len(body)] + ("B" if body[0] == "A" else "A") + body[1:]
+    elif change == "expire":
+        now = T0 + 600 + 61
+    else:
+        codec = make_codec(audience="someone-else")
+    with pytest.raises(StateRejectedError) as caught:
+        codec.inspect(token, now)
+    assert caught.value.reason == reason
