@@ -18,14 +18,9 @@ import json
 import os
 from typing import Any
 
-import jsonschema
-
 from mrtr_core.app import App
-from mrtr_core.errors import INVALID_PARAMS, CodecError, JsonRpcError
-from mrtr_core.server import Context, accepted, content, form, root_uris, roots, sample, text
+from mrtr_core.server import Context, content, form, root_uris, roots, sample, text
 from mrtr_core.state import KeyRing, StateCodec
-from mrtr_core.wire import ElicitFormRequest, InputRequest, InputResponse
-from mrtr_core.wire.converter import structure_input_response
 
 __all__ = ["app"]
 
@@ -56,36 +51,6 @@ app = App("mrtr-conformance-server", "0.1.0", codec=_codec(),
 
 def _text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
-
-
-def _ask(ctx: Context, key: str, request: InputRequest) -> InputResponse:
-    """``ctx.ask``, also taking an answer the client sent without a ``requestState``.
-
-    The spec's own multi-round example retries round 1 without any state (digest §4.2), and
-    the suite's ``ignore-extra-params`` scenario sends the answer to ``user_name`` with no
-    state at all; the engine only reads answers to questions a sealed state recorded, so the
-    fixture reads such an answer itself and validates it the same way (shape, then schema).
-    """
-    params = ctx.params
-    raw = (params.input_responses or {}).get(key) if params.request_state is None else None
-    if raw is None:
-        return ctx.ask(key, request)
-    path = f"inputResponses.{key}"
-    try:
-        answer = structure_input_response(request.method, raw, path=path)
-    except CodecError as exc:
-        raise JsonRpcError(INVALID_PARAMS, f"invalid inputResponses entry {key!r}: {exc}") from None
-    if isinstance(request, ElicitFormRequest) and accepted(answer):
-        problem = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(request.requested_schema).iter_errors(
-                content(answer) or {}
-            )
-        )
-        if problem is not None:
-            raise JsonRpcError(INVALID_PARAMS,
-                               f"inputResponses entry {key!r} does not match the requested "
-                               f"schema: {problem.message}")
-    return answer
 
 
 # --- plain tools (tools-*, http-header-validation uses the first one) ----------------------
@@ -212,21 +177,21 @@ def test_header_param(ctx: Context, region: str) -> str:
 @app.tool()
 def test_input_required_result_elicitation(ctx: Context) -> str:
     """Asks for the user's name (key user_name), then greets them."""
-    answer = _ask(ctx, "user_name", form("What is your name?", name=str))
+    answer = ctx.ask("user_name", form("What is your name?", name=str))
     return f"Hello, {(content(answer) or {}).get('name', 'stranger')}!"
 
 
 @app.tool()
 def test_input_required_result_sampling(ctx: Context) -> str:
     """Asks the client's model a question (key capital_question)."""
-    answer = _ask(ctx, "capital_question", sample("What is the capital of France?", 100))
+    answer = ctx.ask("capital_question", sample("What is the capital of France?", 100))
     return f"The model answered: {text(answer)}"
 
 
 @app.tool()
 def test_input_required_result_list_roots(ctx: Context) -> str:
     """Asks for the client's roots (key client_roots)."""
-    answer = _ask(ctx, "client_roots", roots())
+    answer = ctx.ask("client_roots", roots())
     return f"Client roots: {', '.join(root_uris(answer)) or '(none)'}"
 
 

@@ -14,7 +14,8 @@ Validation order (digest §3.5, after the transport's own parse and header check
 3. the protocol version (-32022 with ``data: {supported, requested}``, 400);
 4. the method exists and its capability is advertised (-32601, 404);
 5. the method's params: unknown tool/prompt/resource, bad arguments (-32602);
-6. ``requestState`` and ``inputResponses`` (the engine; -32602);
+6. ``requestState`` and ``inputResponses`` (the engine; -32602; an answer under a key the
+   state does not record is checked when the handler asks that key);
 7. the handler (a missing client capability: -32021, 400).
 """
 
@@ -559,9 +560,10 @@ class App:
         call: Callable[[Any], Any],
         finish: Callable[[Any], JsonObject],
     ) -> RunHandler:
-        # The engine checks requestState and inputResponses before any handler runs. The app
-        # calls the handler itself (``call``): with the arguments it validated, and ``uri``
-        # for resources.
+        # The engine checks requestState and inputResponses before any handler runs (an
+        # answer under a key the state does not record is checked when the handler asks
+        # it). The app calls the handler itself (``call``): with the arguments it
+        # validated, and ``uri`` for resources.
         spec = HandlerSpec(handler=handler, single_use=single_use, name=params.target)
         run = self.engine.begin(params, spec, now=now, principal=principal)
         notes = self._progress.open(run.context, params.meta.progress_token)

@@ -24,7 +24,13 @@ from mrtr_core.server.capabilities import (
     merge_capabilities,
     missing_capabilities,
 )
-from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
+from mrtr_core.server.context import (
+    Context,
+    InputPending,
+    InputRejected,
+    InputRequired,
+    question_digest,
+)
 from mrtr_core.server.engine import Completed, HandlerSpec, NeedsInput, Run, ServerEngine
 from mrtr_core.server.limits import ServerLimits
 
@@ -34,6 +40,7 @@ __all__ = [
     "FieldSpec",
     "HandlerSpec",
     "InputPending",
+    "InputRejected",
     "InputRequired",
     "MissingCapabilityError",
     "NeedsInput",

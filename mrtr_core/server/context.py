@@ -5,10 +5,22 @@ every answer gathered so far; ``ctx.ask`` returns the recorded answer or, when t
 none yet, stops the run (by raising :class:`InputPending`) and the engine answers
 ``input_required`` with the questions asked in that run.
 
+Answers. An answer to a question the previous round asked was checked before the handler
+started. An answer under a key the sealed state does not record (a first call that already
+carries ``inputResponses``, or the retry of a round that sealed no state, digest §4.2) is
+checked when the handler asks that key, against the question asked then: its kind's shape,
+and for a form elicitation the requested schema (S13, S18). It is then used and recorded,
+pinned to that question, like any other answer. Keys never asked are ignored (S14).
+
 Side effects: code before the last ``ask`` runs again on every round. Wrap work that must
 not repeat in ``ctx.once`` (a step run once per operation, its result carried in the sealed
 state) and make the handler ``single_use`` so an old ``requestState`` cannot be replayed to
-run it again; wrap expensive pure work in ``ctx.memo``.
+run it again; wrap expensive pure work in ``ctx.memo``. The same holds when an answer read
+at ``ask`` time turns out bad: the code before that ``ask`` has run (as it would on any
+round), nothing after it runs (:class:`InputRejected` passes ``except Exception``), no state
+is sealed, and the request fails with ``-32602`` naming the key even if the handler caught
+the stop. That failure ends the operation: a ``ctx.once`` step that ran in it is not
+recorded anywhere, so a new call runs it again.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ from typing import Any, TypeVar, cast, overload
 
 import attrs
 
+from mrtr_core.errors import JsonRpcError
 from mrtr_core.server.capabilities import (
     MissingCapabilityError,
     merge_capabilities,
@@ -44,9 +57,13 @@ from mrtr_core.wire.models import (
     MrtrParams,
 )
 
-__all__ = ["Context", "InputPending", "InputRequired", "question_digest"]
+__all__ = ["Context", "InputPending", "InputRejected", "InputRequired", "question_digest"]
 
 T = TypeVar("T")
+
+#: ``read(key, request, digest, value) -> (answer, record)``: checks an answer the state did
+#: not expect against the question asked now; raises ``JsonRpcError`` (-32602, key named).
+OfferedReader = Callable[[str, InputRequest, str, Any], tuple[InputResponse, Recorded]]
 
 
 class InputPending(BaseException):
@@ -60,6 +77,21 @@ class InputPending(BaseException):
     def __init__(self, keys: tuple[str, ...]) -> None:
         super().__init__(f"input pending for {', '.join(keys)}")
         self.keys = keys
+
+
+class InputRejected(BaseException):
+    """Control flow: an answer the client sent for the question just asked does not fit it.
+
+    Raised by :meth:`Context.ask` / :meth:`Context.ask_all` when a key the sealed state did
+    not record has an answer of the wrong shape, or one that misses the requested schema.
+    ``Run.finish`` turns it into :attr:`error` (``-32602`` naming the key); like
+    :class:`InputPending` it derives from ``BaseException`` so that ``except Exception`` lets
+    it through. Catching it changes nothing: the round fails all the same.
+    """
+
+    def __init__(self, error: JsonRpcError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @attrs.frozen
@@ -101,6 +133,8 @@ class Context:
         round: int,
         answers: Mapping[str, Recorded],
         fresh: Mapping[str, InputResponse],
+        offered: Mapping[str, Any],
+        read_offered: OfferedReader,
         memo: Mapping[str, Any],
         once: Mapping[str, Any],
         request_state: Any,
@@ -111,6 +145,9 @@ class Context:
         self._answers = dict(answers)
         self._structured: dict[str, InputResponse] = dict(fresh)
         self._fresh = MappingProxyType(dict(fresh))
+        self._offered = dict(offered)
+        self._read_offered = read_offered
+        self._rejected: JsonRpcError | None = None
         self._memo = dict(memo)
         self._once = dict(once)
         self._request_state = request_state
@@ -176,14 +213,19 @@ class Context:
         """The answer to ``request`` under ``key``, or stop the run to ask for it.
 
         The answer is only used when it answers this exact question (same canonical JSON);
-        a changed question is asked again. When there is no answer yet this raises
-        :class:`InputPending` and nothing after it runs this round: a later ``ask`` is not
-        reached until this one is answered (use :meth:`ask_all` to ask several at once).
+        a changed question is asked again. An answer the request carries under a key the
+        sealed state does not record (say, on a first call) is checked against this
+        question now and, when it fits, used and recorded. When there is no answer yet this
+        raises :class:`InputPending` and nothing after it runs this round: a later ``ask``
+        is not reached until this one is answered (use :meth:`ask_all` to ask several at
+        once).
         A recorded answer stays the answer to that key and question for the rest of the
         operation; to ask the same question again (say, after a decline), use a new key.
 
         Raises:
             InputPending: Not answered yet (let it propagate).
+            InputRejected: The request's answer under ``key`` does not fit this question
+                (the round fails with ``-32602`` naming the key; let it propagate).
             MissingCapabilityError: The client did not declare what this question needs
                 (``-32021``, S7).
             ValueError: ``key`` was asked a different question earlier in this run.
@@ -202,6 +244,8 @@ class Context:
 
         Raises:
             InputPending: Some are not answered yet; all of those are asked at once.
+            InputRejected: An answer the request carries does not fit its question
+                (``-32602`` naming the key).
             MissingCapabilityError: Some missing question needs an undeclared capability.
         """
         answers: dict[str, InputResponse] = {}
@@ -240,6 +284,18 @@ class Context:
             if answer is None:
                 answer = structure_input_response(recorded.kind, recorded.data)
                 self._structured[key] = answer
+            return answer
+        if recorded is None and key in self._offered:
+            # Not expected by the state: read against this question, once (S13, S18).
+            value = self._offered.pop(key)
+            try:
+                answer, record = self._read_offered(key, request, digest, value)
+            except JsonRpcError as exc:
+                if self._rejected is None:
+                    self._rejected = exc
+                raise InputRejected(exc) from None
+            self._answers[key] = record
+            self._structured[key] = answer
             return answer
         self._pending[key] = Pending(request, wire, digest)
         return None
@@ -293,7 +349,8 @@ class Context:
     def input_responses(self) -> Mapping[str, InputResponse]:
         """Answers to the previous round's questions, validated (wrong shapes and schema
         mismatches were refused with ``-32602`` before the handler ran; keys never asked
-        are dropped, S14)."""
+        are dropped, S14). Answers under keys the sealed state does not record are not
+        here: ``ask`` / ``ask_all`` read them against the question they ask."""
         return self._fresh
 
     @property
@@ -314,6 +371,12 @@ class Context:
     def pending(self) -> Mapping[str, Pending]:
         """Questions asked in this run that have no answer yet."""
         return self._pending
+
+    @property
+    def rejected(self) -> JsonRpcError | None:
+        """The ``-32602`` error for the first answer that did not fit the question asked
+        under its key in this run, or ``None``."""
+        return self._rejected
 
     @property
     def memo_values(self) -> Mapping[str, Any]:

@@ -2,10 +2,14 @@
 
 Theory of operation. A ``tools/call``, ``prompts/get`` or ``resources/read`` arrives
 (S1). :meth:`ServerEngine.begin` verifies its ``requestState`` (binding, expiry, key; any
-failure is ``-32602`` and the handler never runs), reads ``inputResponses`` for the keys
-the previous round asked (wrong shapes and schema mismatches are ``-32602`` naming the
-key, S13, S18; missing keys are simply asked again, S15; unknown keys are ignored, S14),
-and builds the handler's :class:`~mrtr_core.server.context.Context`. The driver claims the
+failure is ``-32602`` and the handler never runs), bounds ``inputResponses`` (count and
+size), reads the answers to the keys the previous round asked (wrong shapes and schema
+mismatches are ``-32602`` naming the key, S13, S18; missing keys are simply asked again,
+S15), and builds the handler's :class:`~mrtr_core.server.context.Context`. An answer
+under a key the state does not record (a first call that already carries answers, or a
+retry of a round that sealed no state, digest §4.2) is read when the handler asks that
+key: it is checked against the question asked then, the same way, and used and recorded
+like any other answer. Keys the handler never asks are ignored (S14). The driver claims the
 token with its replay guard when the handler is single-use (S12), runs the handler, and
 hands what happened to :meth:`Run.finish`: a value (``Completed``), an unanswered
 question (``NeedsInput``: an ``input_required`` result with a freshly sealed state, S5), or
@@ -182,7 +186,10 @@ class ServerEngine:
 
         Raises:
             StateRejectedError: Bad ``requestState`` (``-32602``, fixed message).
-            JsonRpcError: ``-32602`` for bad or oversized ``inputResponses`` (key named).
+            JsonRpcError: ``-32602`` for bad or oversized ``inputResponses``, or a bad
+                answer to a question the previous round asked (key named). Answers under
+                keys the state does not record are checked later, when the handler asks
+                them (see :meth:`Context.ask`); :meth:`Run.finish` raises that error.
         """
         if not isinstance(params, CallToolParams | GetPromptParams | ReadResourceParams):
             raise LocalProtocolError(
@@ -203,7 +210,7 @@ class ServerEngine:
                 # clock, and instance clocks differ by up to skew: the guard (pruned by
                 # whichever instance claims next) must remember it until exp + 2 * skew.
                 claim = (opened.token_id, opened.expires_at + 2 * self._codec.skew)
-        fresh, recorded = self._read_responses(params.input_responses, carried.asked)
+        fresh, recorded, offered = self._read_responses(params.input_responses, carried)
         answers = dict(carried.answers)
         answers.update(recorded)
         context = Context(
@@ -212,6 +219,8 @@ class ServerEngine:
             round=carried.rounds + 1,
             answers=answers,
             fresh=fresh,
+            offered=offered,
+            read_offered=self._read_offered,
             memo=carried.memo,
             once=carried.once,
             request_state=carried.user,
@@ -221,13 +230,20 @@ class ServerEngine:
     # --- inputResponses ----------------------------------------------------------------
 
     def _read_responses(
-        self, raw: Mapping[str, Any] | None, asked: Mapping[str, Asked]
-    ) -> tuple[dict[str, InputResponse], dict[str, Recorded]]:
+        self, raw: Mapping[str, Any] | None, carried: Carried
+    ) -> tuple[dict[str, InputResponse], dict[str, Recorded], dict[str, Any]]:
+        """Bound ``inputResponses`` and read the answers the state expects.
+
+        Returns the answers to the previous round's questions (structured, and recorded
+        pinned to those questions) and the raw entries under keys the state does not know
+        at all, for :meth:`Context.ask` to read against the question it asks.
+        """
         if raw is None:  # `inputResponses: null` counts as absent
-            return {}, {}
+            return {}, {}, {}
         if not isinstance(raw, Mapping):
             raise _invalid_params("inputResponses must be an object", reason="malformed")
         limits = self._limits
+        # The limits apply to the whole object, before any handler runs.
         if len(raw) > limits.max_input_responses:
             raise _invalid_params(
                 f"inputResponses has {len(raw)} entries; at most "
@@ -246,22 +262,39 @@ class ServerEngine:
             )
         fresh: dict[str, InputResponse] = {}
         recorded: dict[str, Recorded] = {}
-        # Only keys this operation asked in the previous round count; others are ignored
-        # (S14) and keys left out will simply be asked again (S15).
-        for key, question in asked.items():
+        # Keys the previous round asked are read now, against the question asked (its
+        # digest pins the answer: a question changed since is asked again). Keys left out
+        # will simply be asked again (S15).
+        for key, question in carried.asked.items():
             if key not in raw:
                 continue
-            path = f"inputResponses.{key}"
-            try:
-                answer = structure_input_response(question.kind, raw[key], path=path)
-            except CodecError as exc:
-                raise _invalid_params(
-                    f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
-                ) from exc
-            self._check_schema(key, question, answer)
-            fresh[key] = answer
-            recorded[key] = Recorded(question.digest, question.kind, converter.unstructure(answer))
-        return fresh, recorded
+            fresh[key], recorded[key] = self._read_answer(key, question, raw[key])
+        # Keys the state knows nothing about wait for the handler to ask them (a round
+        # that sealed no state, digest §4.2); keys it never asks are ignored (S14). A key
+        # with a recorded answer is never re-read: that answer stays pinned to its question.
+        offered = {
+            key: value
+            for key, value in raw.items()
+            if key not in carried.asked and key not in carried.answers
+        }
+        return fresh, recorded, offered
+
+    def _read_offered(
+        self, key: str, request: InputRequest, digest: str, value: Any
+    ) -> tuple[InputResponse, Recorded]:
+        """Read an answer the state did not expect against the question now asked."""
+        return self._read_answer(key, _asked_for(request, digest), value)
+
+    def _read_answer(self, key: str, question: Asked, value: Any) -> tuple[InputResponse, Recorded]:
+        path = f"inputResponses.{key}"
+        try:
+            answer = structure_input_response(question.kind, value, path=path)
+        except CodecError as exc:
+            raise _invalid_params(
+                f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
+            ) from exc
+        self._check_schema(key, question, answer)
+        return answer, Recorded(question.digest, question.kind, converter.unstructure(answer))
 
     def _check_schema(self, key: str, question: Asked, answer: InputResponse) -> None:
         # S18: elicitation answers should match the requested schema.
@@ -315,12 +348,7 @@ class ServerEngine:
             )
         ctx = run.context
         asked = {
-            key: Asked(
-                request.method,
-                digest,
-                request.requested_schema if isinstance(request, ElicitFormRequest) else None,
-            )
-            for key, (request, _, digest) in questions.items()
+            key: _asked_for(request, digest) for key, (request, _, digest) in questions.items()
         }
         carried = Carried(
             rounds=rounds,
@@ -422,8 +450,10 @@ class Run:
 
         Raises:
             MissingCapabilityError: ``-32021`` (S7).
-            JsonRpcError: ``-32603`` when a limit stops the round (rounds, input requests,
-                state size).
+            JsonRpcError: ``-32602`` when an answer the handler asked for (under a key the
+                state did not record) did not fit its question, whatever the handler did
+                after that; ``-32603`` when a limit stops the round (rounds, input
+                requests, state size).
             BaseException: Any other exception the handler raised, re-raised as is.
         """
         if self._finished:
@@ -431,6 +461,11 @@ class Run:
         if (returned is _MISSING) == (raised is None):
             raise LocalProtocolError("pass exactly one of returned= or raised=")
         self._finished = True
+        rejected = self.context.rejected
+        if rejected is not None:
+            # A bad answer ends the round with -32602 even if the handler caught the stop
+            # (or it arrived wrapped in an exception group): nothing is sealed.
+            raise rejected
         pending = self.context.pending
         if raised is not None:
             if isinstance(raised, InputPending) and pending:
@@ -446,6 +481,11 @@ class Run:
             # The handler swallowed InputPending: an unanswered question still ends the run.
             return self._engine._needs_input(self, now, _questions(pending), None)
         return Completed(returned, self.carried.rounds)
+
+
+def _asked_for(request: InputRequest, digest: str) -> Asked:
+    schema = request.requested_schema if isinstance(request, ElicitFormRequest) else None
+    return Asked(request.method, digest, schema)
 
 
 def _questions(pending: Mapping[str, Any]) -> dict[str, tuple[InputRequest, JsonObject, str]]:

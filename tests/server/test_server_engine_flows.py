@@ -217,8 +217,8 @@ def test_extra_and_never_asked_keys_are_ignored(rt: Runtime) -> None:
 
     spec = rt.spec(handler)
     engine = make_engine()
-    # An answer sent on the first request, for a key nobody asked: ignored, and asked.
-    first = tool_call("greet", responses={"user_name": accept(name="Mallory")})
+    # Answers on the first request under keys the handler never asks: ignored, and asked.
+    first = tool_call("greet", responses={"github_login": accept(name="Mallory"), "x": 1})
     r1 = rt.call(engine, first, spec)
     assert isinstance(r1, NeedsInput) and r1.keys == ("user_name",)
     # Extra keys next to the real answer are ignored (S14), even malformed ones.
