@@ -468,7 +468,7 @@ class Run:
             raise rejected
         pending = self.context.pending
         if raised is not None:
-            if isinstance(raised, InputPending) and pending:
+            if pending and _only_pending(raised):
                 return self._engine._needs_input(self, now, _questions(pending), None)
             raise raised
         if isinstance(returned, InputRequired):
@@ -481,6 +481,17 @@ class Run:
             # The handler swallowed InputPending: an unanswered question still ends the run.
             return self._engine._needs_input(self, now, _questions(pending), None)
         return Completed(returned, self.carried.rounds)
+
+
+def _only_pending(raised: BaseException) -> bool:
+    """``raised`` is the stop signal, bare or inside exception groups (a handler that asks
+    from tasks of a trio nursery or an asyncio TaskGroup gets it back wrapped)."""
+    if isinstance(raised, InputPending):
+        return True
+    if isinstance(raised, BaseExceptionGroup):
+        _, rest = raised.split(InputPending)
+        return rest is None
+    return False
 
 
 def _asked_for(request: InputRequest, digest: str) -> Asked:

@@ -402,3 +402,39 @@ def test_app_refuses_a_bad_first_call_answer_like_a_bad_retry_answer() -> None:
     assert lazy.message["error"]["code"] == eager.message["error"]["code"] == INVALID_PARAMS
     assert lazy.message["error"]["data"] == eager.message["error"]["data"]
     assert lazy.message["error"]["data"]["key"] == "user_name"
+
+
+def test_questions_asked_from_trio_nursery_tasks_end_the_round_with_input_required() -> None:
+    async def ask_in_task(ctx: Context, key: str) -> None:
+        await trio.lowlevel.checkpoint()
+        ctx.ask(key, form(f"{key}?", ok=bool))
+
+    async def handler(ctx: Context) -> str:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask_in_task, ctx, "a")
+            nursery.start_soon(ask_in_task, ctx, "b")
+        return "unreachable"
+
+    outcome = Runtime("trio").call(make_engine(), tool_call("t"), HandlerSpec(handler=handler))
+    assert isinstance(outcome, NeedsInput)
+    # Which sibling reached its ask before the nursery cancelled the other is trio's choice.
+    assert set(outcome.result["inputRequests"]) <= {"a", "b"}
+    assert outcome.result["inputRequests"]
+
+
+def test_an_exception_group_with_a_real_failure_is_not_taken_for_a_question() -> None:
+    async def fails(ctx: Context) -> None:
+        raise ValueError("boom")  # no checkpoint: both siblings raise before cancellation
+
+    async def asks(ctx: Context) -> None:
+        ctx.ask("a", form("a?", ok=bool))
+
+    async def handler(ctx: Context) -> str:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(asks, ctx)
+            nursery.start_soon(fails, ctx)
+        return "unreachable"
+
+    with pytest.raises(BaseExceptionGroup) as info:
+        Runtime("trio").call(make_engine(), tool_call("t"), HandlerSpec(handler=handler))
+    assert info.value.subgroup(ValueError) is not None
