@@ -5,19 +5,33 @@ Example::
     from mrtr_sync import Client
     client = Client(transport, elicitation=ask_user)
     result = client.call_tool("deploy_production", {"version": "1.4.2"})
+
+The Redis replay guard lives in ``mrtr_sync.replay_redis`` (it needs the ``redis``
+extra, so it is not imported here).
 """
 
 from mrtr_core.client.driver import InputRequired
 from mrtr_sync.client import Client, Handler
 from mrtr_sync.clock import Clock, SystemClock
+from mrtr_sync.http_client import HttpTransport
+from mrtr_sync.http_server import HttpServer, serve_http
+from mrtr_sync.server_engine import run_handler
+from mrtr_sync.stdio_client import StdioTransport
+from mrtr_sync.stdio_server import serve_stdio
 from mrtr_sync.transport import MemoryTransport, Transport
 
 __all__ = [
     "Client",
     "Clock",
     "Handler",
+    "HttpServer",
+    "HttpTransport",
     "InputRequired",
     "MemoryTransport",
+    "StdioTransport",
     "SystemClock",
     "Transport",
+    "run_handler",
+    "serve_http",
+    "serve_stdio",
 ]

@@ -1,0 +1,222 @@
+"""Serve an :class:`~mrtr_core.app.App` over stdio under asyncio (digest §3.4).
+
+Each request runs in its own task, so requests interleave; ``notifications/cancelled`` cancels
+the request's task and no response is sent for it. At end of input the server waits for the
+requests in flight, then returns.
+
+Example::
+
+    asyncio.run(serve_stdio(app))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mrtr_core import jsonrpc
+from mrtr_core.app import App, Reply, RunHandler
+from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.stdio import (
+    CANCELLED,
+    InputEnded,
+    MessageReceived,
+    MessageRejected,
+    StdioServerConnection,
+    encode_line,
+)
+
+__all__ = ["internal_error_reply", "run_step", "serve_stdio"]
+
+_READ_SIZE = 65536
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+
+
+async def run_step(
+    app: App, step: RunHandler, *, clock: Callable[[], float], guard: Any = None
+) -> Reply:
+    """Run one handler step to its reply: claim a single-use state, invoke, complete.
+
+    ``guard`` is a sync :class:`~mrtr_core.state.ReplayGuard` or an async one
+    (``AsyncRedisReplayGuard``). Cancellation passes through untouched.
+    """
+    claim = step.run.claim
+    if claim is not None:
+        if guard is None:
+            return app.complete(
+                step, clock(), raised=RuntimeError("a single-use handler needs a replay guard")
+            )
+        claimed = guard.claim(claim[0], claim[1], clock())
+        if inspect.isawaitable(claimed):
+            claimed = await claimed
+        if not claimed:
+            return app.replayed(step)
+    try:
+        value = step.invoke()
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        return app.complete(step, clock(), raised=exc)
+    except BaseException as exc:
+        # The engine's "question without an answer yet" is a BaseException on purpose.
+        if isinstance(exc, _PASS_THROUGH) or (
+            isinstance(exc, BaseExceptionGroup) and exc.subgroup(_PASS_THROUGH) is not None
+        ):
+            raise
+        return app.complete(step, clock(), raised=exc)
+    return app.complete(step, clock(), returned=value)
+
+
+def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Reply:
+    """The reply when the app itself failed (a bug): -32603 without the exception's text."""
+    message = jsonrpc.error_response(
+        request_id, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
+    )
+    return Reply(message=message, status=500)
+
+
+async def _pipe_reader(fd: int) -> Callable[[], Awaitable[bytes]]:
+    """Read from ``fd`` via the loop when it is a pipe, else in a thread (a regular file)."""
+    loop = asyncio.get_running_loop()
+    stream = os.fdopen(os.dup(fd), "rb", buffering=0)
+    try:
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+    except (ValueError, OSError):
+
+        async def read_in_thread() -> bytes:
+            return await asyncio.to_thread(stream.read, _READ_SIZE) or b""
+
+        return read_in_thread
+
+    async def read() -> bytes:
+        return await reader.read(_READ_SIZE)
+
+    return read
+
+
+async def _pipe_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
+    """Write to ``fd`` via the loop when it is a pipe, else in a thread."""
+    loop = asyncio.get_running_loop()
+    stream = os.fdopen(os.dup(fd), "wb", buffering=0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, stream
+        )
+    except (ValueError, OSError):
+
+        async def write_in_thread(data: bytes) -> None:
+            await asyncio.to_thread(stream.write, data)
+
+        return write_in_thread
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+
+    return write
+
+
+async def serve_stdio(
+    app: App,
+    *,
+    stdin: asyncio.StreamReader | None = None,
+    stdout: asyncio.StreamWriter | None = None,
+    guard: Any = None,
+    clock: Callable[[], float] = time.time,
+    principal: str | None = None,
+    max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+) -> None:
+    """Answer requests from ``stdin`` on ``stdout`` until end of input.
+
+    Args:
+        app: The app to serve.
+        stdin: Where requests come from (default: the process's stdin through the loop).
+        stdout: Where responses go (default: the process's stdout); only MCP messages.
+        guard: Replay guard for single-use handlers (sync or async).
+        clock: Wall-clock seconds for ``requestState`` sealing.
+        principal: The principal every request runs as.
+        max_line_bytes: Longest message accepted; longer lines get -32600.
+    """
+    read: Callable[[], Awaitable[bytes]]
+    send: Callable[[bytes], Awaitable[None]]
+    if stdin is not None:
+        read = functools.partial(stdin.read, _READ_SIZE)
+    else:
+        read = await _pipe_reader(sys.stdin.fileno())
+    if stdout is not None:
+        send = functools.partial(_write_drain, stdout)
+    else:
+        send = await _pipe_writer(sys.stdout.fileno())
+
+    conn = StdioServerConnection(max_line_bytes=max_line_bytes)
+    write_lock = asyncio.Lock()
+    tasks: dict[RequestId, asyncio.Task[None]] = {}
+
+    async def write(message: dict[str, Any]) -> None:
+        async with write_lock:
+            with contextlib.suppress(OSError, RuntimeError):
+                await send(encode_line(message))
+
+    async def answer(event: MessageReceived) -> None:
+        rid = event.request_id
+        try:
+            step = app.receive(event.message, now=clock(), principal=principal)
+            if isinstance(step, RunHandler):
+                reply = await run_step(app, step, clock=clock, guard=guard)
+            else:
+                reply = step
+        except Exception as exc:
+            reply = internal_error_reply(rid, exc)
+        for note in reply.notifications:
+            await write(note)
+        if reply.message is not None:
+            await write(reply.message)
+
+    async with asyncio.TaskGroup() as group:
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                try:
+                    data = await read()
+                except (OSError, ValueError):
+                    data = b""
+                conn.receive_data(data)
+            elif isinstance(event, MessageRejected):
+                await write(event.response)
+            elif isinstance(event, MessageReceived):
+                rid = event.request_id
+                if rid is None and event.parsed.method == CANCELLED:
+                    target = (event.parsed.params or {}).get("requestId")
+                    if isinstance(target, str | int) and not isinstance(target, bool):
+                        victim = tasks.get(target)
+                        if victim is not None:
+                            victim.cancel()  # no response for a cancelled request
+                    continue
+                # A task cancelled by the client ends alone: TaskGroup ignores cancelled
+                # children, and one cancelled before it starts never runs.
+                task = group.create_task(answer(event))
+                if rid is not None:
+                    tasks[rid] = task
+                    task.add_done_callback(functools.partial(_forget, tasks, rid))
+            elif isinstance(event, InputEnded):
+                break
+
+
+async def _write_drain(writer: asyncio.StreamWriter, data: bytes) -> None:
+    writer.write(data)
+    await writer.drain()
+
+
+def _forget(tasks: dict[RequestId, asyncio.Task[None]], rid: RequestId, task: Any) -> None:
+    if tasks.get(rid) is task:
+        del tasks[rid]

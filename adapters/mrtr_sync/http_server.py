@@ -1,0 +1,250 @@
+"""Serve an :class:`~mrtr_core.app.App` over Streamable HTTP with blocking sockets.
+
+One thread accepts connections, one thread serves each connection (its requests one after
+another, as HTTP/1.1 does). Framing and every transport check happen in
+:class:`~mrtr_core.http.HttpServerConnection`; this module only moves bytes, keeps the
+timers, and runs handlers.
+
+Example::
+
+    server = serve_http(app, "127.0.0.1", 0)      # serving in the background
+    print(server.url)
+    ...
+    server.shutdown()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mrtr_core import jsonrpc
+from mrtr_core.app import App, Reply, RunHandler
+from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.http import (
+    NEED_DATA,
+    ConnectionEnded,
+    HttpServerConfig,
+    HttpServerConnection,
+    MessageReceived,
+)
+from mrtr_sync.stdio_server import run_step
+
+__all__ = ["HttpServer", "PrincipalOf", "serve_http"]
+
+PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
+"""Derives the authenticated principal from a request's headers (lower-cased names)."""
+
+_READ_SIZE = 65536
+
+
+class HttpServer:
+    """A Streamable HTTP server for one app, bound on construction.
+
+    Args:
+        app: The app to serve.
+        host: Address to listen on (keep ``127.0.0.1`` for local servers, digest §3.3).
+        port: Port to listen on; ``0`` picks a free one (see :attr:`port`).
+        guard: Replay guard for single-use handlers.
+        config: Endpoint path, body limits, allowed origins.
+        clock: Wall-clock seconds for ``requestState`` sealing (default ``time.time``).
+        principal: Derives the principal from request headers (default: none).
+        read_timeout: Seconds a client gets to send a whole request (and to read the reply).
+        idle_timeout: Seconds an idle keep-alive connection is kept open.
+        max_connections: Connections served at once; more are closed on accept.
+    """
+
+    def __init__(
+        self,
+        app: App,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        guard: Any = None,
+        config: HttpServerConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        principal: PrincipalOf | None = None,
+        read_timeout: float = 30.0,
+        idle_timeout: float = 60.0,
+        max_connections: int = 256,
+    ) -> None:
+        self.app = app
+        self.guard = guard
+        self.config = config or HttpServerConfig()
+        self.clock = clock
+        self.principal = principal
+        self.read_timeout = read_timeout
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self._listener = socket.create_server((host, port))
+        self.host, self.port = self._listener.getsockname()[:2]
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._lock = threading.Lock()
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._stopping = False
+        self._accept_thread: threading.Thread | None = None
+        self._done = threading.Event()
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint URL, e.g. ``http://127.0.0.1:8000/mcp``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.config.path}"
+
+    def start(self) -> HttpServer:
+        """Accept connections in a background thread; returns ``self``."""
+        self._accept_thread = threading.Thread(
+            target=self.serve_forever, name=f"mrtr-http-{self.port}", daemon=True
+        )
+        self._accept_thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Accept connections in the calling thread until :meth:`shutdown`."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._listener, selectors.EVENT_READ)
+        selector.register(self._wake_r, selectors.EVENT_READ)
+        try:
+            while not self._stopping:
+                for key, _ in selector.select():
+                    if key.fileobj is self._wake_r or self._stopping:
+                        return
+                    self._accept()
+        finally:
+            selector.close()
+            self._done.set()
+
+    def shutdown(self, timeout: float | None = 5.0) -> None:
+        """Stop accepting, close every connection, and wait for their threads."""
+        with self._lock:
+            self._stopping = True
+            conns = dict(self._conns)
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        if self._accept_thread is not None:
+            self._accept_thread.join(timeout)
+        for sock in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in conns.values():
+            thread.join(timeout)
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self._listener.accept()
+        except OSError:
+            return
+        with self._lock:
+            if self._stopping or len(self._conns) >= self.max_connections:
+                sock.close()
+                return
+            thread = threading.Thread(
+                target=self._serve_connection, args=(sock,), name="mrtr-http-conn", daemon=True
+            )
+            self._conns[sock] = thread
+        thread.start()
+
+    def _serve_connection(self, sock: socket.socket) -> None:
+        conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
+        started: float | None = None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while True:
+                event = conn.next_event()
+                self._send(sock, conn.data_to_send())
+                if event is NEED_DATA:
+                    if conn.idle:
+                        started, timeout = None, self.idle_timeout
+                    else:
+                        started = time.monotonic() if started is None else started
+                        timeout = max(0.0, started + self.read_timeout - time.monotonic())
+                    sock.settimeout(timeout)
+                    try:
+                        data = sock.recv(_READ_SIZE)
+                    except TimeoutError:
+                        conn.timed_out()
+                        self._send(sock, conn.data_to_send())
+                        return
+                    conn.receive_data(data)
+                elif isinstance(event, MessageReceived):
+                    started = None
+                    reply = self._answer(event)
+                    conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                elif isinstance(event, ConnectionEnded):
+                    return
+        except OSError:
+            return  # the peer went away; only this connection is affected
+        finally:
+            with self._lock:
+                self._conns.pop(sock, None)
+            sock.close()
+
+    def _tool_schema(self, name: str) -> dict[str, Any] | None:
+        """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""
+        tool = self.app.find_tool(name)
+        return tool.input_schema if tool is not None else None
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
+        if data:
+            sock.settimeout(self.read_timeout)
+            sock.sendall(data)
+
+    def _answer(self, event: MessageReceived) -> Reply:
+        try:
+            principal = self.principal(event.headers) if self.principal is not None else None
+            now = self.clock()
+            step = self.app.receive(event.message, now=now, principal=principal)
+            if isinstance(step, RunHandler):
+                return run_step(self.app, step, clock=self.clock, guard=self.guard)
+            return step
+        except Exception as exc:  # a bug in the app must not take the connection down
+            error = jsonrpc.error_response(
+                event.request_id, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
+            )
+            return Reply(message=error, status=500)
+
+
+def serve_http(
+    app: App,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    guard: Any = None,
+    config: HttpServerConfig | None = None,
+    clock: Callable[[], float] = time.time,
+    principal: PrincipalOf | None = None,
+    read_timeout: float = 30.0,
+    idle_timeout: float = 60.0,
+    max_connections: int = 256,
+) -> HttpServer:
+    """Bind and start serving ``app`` in the background; stop with ``server.shutdown()``.
+
+    See :class:`HttpServer` for the arguments.
+    """
+    return HttpServer(
+        app,
+        host,
+        port,
+        guard=guard,
+        config=config,
+        clock=clock,
+        principal=principal,
+        read_timeout=read_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+    ).start()

@@ -1,0 +1,224 @@
+"""stdio client transport for blocking code: spawn the server, route responses by id.
+
+Example::
+
+    with StdioTransport.spawn([sys.executable, "server.py"]) as transport:
+        response = transport.request(message, timeout=30.0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import shlex
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from mrtr_core import jsonrpc
+from mrtr_core.errors import LocalProtocolError, MrtrError
+from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.stdio import (
+    InputEnded,
+    ResponseReceived,
+    ServerExitedError,
+    StdioClientConnection,
+    cancelled_notification,
+)
+
+__all__ = ["StdioTransport"]
+
+JsonObject = dict[str, Any]
+_READ_SIZE = 65536
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.response: JsonObject | None = None
+        self.error: BaseException | None = None
+
+
+class StdioTransport:
+    """The sync :class:`~mrtr_sync.Transport` over a stdio server subprocess (digest §3.4).
+
+    Requests from several threads interleave on the one pipe; a reader thread routes each
+    response to the request with its id. When the process dies (or writes something that is
+    not an MCP message to stdout) every request in flight fails with a typed error.
+
+    Args:
+        process: A running process with binary ``stdin`` and ``stdout`` pipes.
+        max_line_bytes: Longest line accepted from the server.
+        close_timeout: Seconds :meth:`close` waits after closing stdin, and after SIGTERM.
+    """
+
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        *,
+        max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+        close_timeout: float = 2.0,
+    ) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("the process needs stdin and stdout pipes")
+        self.process = process
+        self.close_timeout = close_timeout
+        self._stdin: IO[bytes] = process.stdin
+        self._stdout: IO[bytes] = process.stdout
+        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._failure: MrtrError | None = None
+        self._reader = threading.Thread(
+            target=self._read_loop, name="mrtr-stdio-reader", daemon=True
+        )
+        self._reader.start()
+
+    @classmethod
+    def spawn(
+        cls,
+        command: str | Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: int | IO[Any] | None = None,
+        **kwargs: Any,
+    ) -> StdioTransport:
+        """Start ``command`` (a list, or a string split like a shell would) as the server.
+
+        The server's stderr is inherited unless ``stderr`` says otherwise (it is a log, not an
+        error signal, digest §3.4).
+        """
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+        return cls(process, **kwargs)
+
+    # -- the Transport protocol -------------------------------------------------------------
+
+    def request(self, message: Mapping[str, Any], *, timeout: float | None = None) -> JsonObject:
+        """Send one request and wait for the response with its id.
+
+        Raises:
+            TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent.
+            ServerExitedError: The process ended (or closed stdout) before answering.
+            mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
+                MCP message to stdout (the transport is unusable afterwards).
+        """
+        rid = message.get("id")
+        if not isinstance(rid, str | int) or isinstance(rid, bool):
+            raise LocalProtocolError("a request needs a string or integer id")
+        line = self._conn.send(message)
+        pending = _Pending()
+        with self._lock:
+            if self._failure is not None:
+                raise copy.copy(self._failure)
+            if rid in self._pending:
+                raise LocalProtocolError(f"request id {rid!r} is already in flight")
+            self._pending[rid] = pending
+        try:
+            self._write(line)
+            if not pending.done.wait(timeout):
+                with contextlib.suppress(OSError, MrtrError):
+                    self._write(self._conn.send(cancelled_notification(rid, "timed out")))
+                raise TimeoutError(f"no response to request {rid!r} within {timeout} s")
+        finally:
+            with self._lock:
+                self._pending.pop(rid, None)
+        if pending.error is not None:
+            raise copy.copy(pending.error)
+        assert pending.response is not None
+        return pending.response
+
+    def notify(self, message: Mapping[str, Any]) -> None:
+        """Send one notification."""
+        self._write(self._conn.send(message))
+
+    def close(self) -> None:
+        """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown")."""
+        with contextlib.suppress(OSError, ValueError):
+            self._stdin.close()
+        try:
+            self.process.wait(self.close_timeout)
+        except subprocess.TimeoutExpired:
+            self.process.terminate()
+            try:
+                self.process.wait(self.close_timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(self.close_timeout)
+        with contextlib.suppress(OSError, ValueError):
+            self._stdout.close()
+        self._fail(ServerExitedError("transport closed", returncode=self.process.returncode))
+
+    def __enter__(self) -> StdioTransport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _write(self, line: bytes) -> None:
+        with self._write_lock:
+            if self._failure is not None:
+                raise copy.copy(self._failure)
+            try:
+                self._stdin.write(line)
+                self._stdin.flush()
+            except (OSError, ValueError):
+                raise ServerExitedError(
+                    "the server's stdin is closed", returncode=self.process.poll()
+                ) from None
+
+    def _read_loop(self) -> None:
+        read = getattr(self._stdout, "read1", self._stdout.read)
+        try:
+            while True:
+                event = self._conn.next_event()
+                if event is NEED_DATA:
+                    try:
+                        data = read(_READ_SIZE)
+                    except (OSError, ValueError):
+                        data = b""
+                    self._conn.receive_data(data)
+                elif isinstance(event, ResponseReceived):
+                    with self._lock:
+                        pending = self._pending.get(event.request_id)  # type: ignore[arg-type]
+                    if pending is not None:  # else: answered after a timeout; dropped
+                        pending.response = event.message
+                        pending.done.set()
+                elif isinstance(event, InputEnded):
+                    returncode = self._wait_briefly()
+                    self._fail(
+                        ServerExitedError("the server closed its stdout", returncode=returncode)
+                    )
+                    return
+                # NotificationReceived: progress and logs are not a transport's concern
+        except MrtrError as exc:  # the server broke the framing: nothing can be trusted now
+            self._fail(exc)
+
+    def _wait_briefly(self) -> int | None:
+        try:
+            return self.process.wait(0.5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _fail(self, error: MrtrError) -> None:
+        with self._lock:
+            if self._failure is None:
+                self._failure = error
+            pending = list(self._pending.values())
+        for item in pending:
+            if not item.done.is_set():
+                item.error = error
+                item.done.set()

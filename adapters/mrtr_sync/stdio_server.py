@@ -1,0 +1,186 @@
+"""Serve an :class:`~mrtr_core.app.App` over stdio with blocking reads (digest §3.4).
+
+Lines are read from stdin and each request is answered in a worker thread, so requests may
+interleave; responses are written to stdout one whole line at a time. The server returns at
+end of input after the requests in flight are answered.
+
+Example (the body of a server script)::
+
+    serve_stdio(app)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from mrtr_core import jsonrpc
+from mrtr_core.app import App, Reply, RunHandler, run_inline
+from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.stdio import (
+    CANCELLED,
+    InputEnded,
+    MessageReceived,
+    MessageRejected,
+    StdioServerConnection,
+    encode_line,
+)
+
+__all__ = ["run_step", "serve_stdio"]
+
+_READ_SIZE = 65536
+
+
+def run_step(app: App, step: RunHandler, *, clock: Callable[[], float], guard: Any = None) -> Reply:
+    """Run one handler step to its reply: claim a single-use state, invoke, complete.
+
+    ``guard`` is a :class:`~mrtr_core.state.ReplayGuard` (required for single-use handlers).
+    The time passed to :meth:`App.complete` is read after the handler returns.
+    """
+    claim = step.run.claim
+    if claim is not None:
+        if guard is None:
+            return app.complete(
+                step, clock(), raised=RuntimeError("a single-use handler needs a replay guard")
+            )
+        if not guard.claim(claim[0], claim[1], clock()):
+            return app.replayed(step)
+    try:
+        value = step.invoke()
+        if inspect.iscoroutine(value):
+            value = run_inline(value)
+    except Exception as exc:
+        return app.complete(step, clock(), raised=exc)
+    except BaseException as exc:
+        # The engine's "question without an answer yet" is a BaseException on purpose.
+        if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+            raise
+        return app.complete(step, clock(), raised=exc)
+    return app.complete(step, clock(), returned=value)
+
+
+class _Writer:
+    """Whole lines to stdout, one writer at a time; a closed stdout is ignored."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, message: dict[str, Any]) -> None:
+        line = encode_line(message)
+        with self._lock, contextlib.suppress(OSError, ValueError):
+            self._stream.write(line)
+            self._stream.flush()
+
+
+def serve_stdio(
+    app: App,
+    *,
+    stdin: IO[bytes] | None = None,
+    stdout: IO[bytes] | None = None,
+    guard: Any = None,
+    clock: Callable[[], float] = time.time,
+    principal: str | None = None,
+    max_workers: int = 8,
+    max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+) -> None:
+    """Answer requests from ``stdin`` on ``stdout`` until end of input.
+
+    Args:
+        app: The app to serve.
+        stdin: Binary input (default ``sys.stdin.buffer``).
+        stdout: Binary output (default ``sys.stdout.buffer``); only MCP messages go there.
+        guard: Replay guard for single-use handlers.
+        clock: Wall-clock seconds for ``requestState`` sealing.
+        principal: The principal every request runs as (stdio has no per-request identity).
+        max_workers: Requests handled at once.
+        max_line_bytes: Longest message accepted; longer lines get -32600.
+    """
+    source = stdin if stdin is not None else sys.stdin.buffer
+    writer = _Writer(stdout if stdout is not None else sys.stdout.buffer)
+    read = getattr(source, "read1", source.read)
+    conn = StdioServerConnection(max_line_bytes=max_line_bytes)
+    # Requests waiting or running, and those the client cancelled (their threads cannot be
+    # stopped: their responses are dropped, and end of input does not wait for them).
+    in_flight: set[RequestId] = set()
+    cancelled: set[RequestId] = set()
+    changed = threading.Condition()
+    work: queue.SimpleQueue[MessageReceived | None] = queue.SimpleQueue()
+
+    def answer(event: MessageReceived) -> None:
+        rid = event.request_id
+        try:
+            step = app.receive(event.message, now=clock(), principal=principal)
+            if isinstance(step, RunHandler):
+                reply = run_step(app, step, clock=clock, guard=guard)
+            else:
+                reply = step
+        except Exception as exc:
+            reply = Reply(
+                message=jsonrpc.error_response(
+                    rid, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
+                ),
+                status=500,
+            )
+        with changed:
+            if rid in cancelled:
+                return  # the client cancelled it: no response (cancellation.mdx)
+        for note in reply.notifications:
+            writer.write(note)
+        if reply.message is not None:
+            writer.write(reply.message)
+
+    def worker() -> None:
+        while (event := work.get()) is not None:
+            rid = event.request_id
+            try:
+                with changed:
+                    skip = rid in cancelled
+                if not skip:
+                    answer(event)
+            finally:
+                with changed:
+                    in_flight.discard(rid)
+                    cancelled.discard(rid)
+                    changed.notify_all()
+
+    for _ in range(max_workers):
+        threading.Thread(target=worker, name="mrtr-stdio-worker", daemon=True).start()
+    try:
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                conn.receive_data(read(_READ_SIZE))
+            elif isinstance(event, MessageRejected):
+                writer.write(event.response)
+            elif isinstance(event, MessageReceived):
+                rid = event.request_id
+                if rid is None:
+                    if event.parsed.method == CANCELLED:
+                        target = (event.parsed.params or {}).get("requestId")
+                        if isinstance(target, str | int) and not isinstance(target, bool):
+                            with changed:
+                                if target in in_flight:
+                                    cancelled.add(target)
+                                    changed.notify_all()
+                    else:
+                        answer(event)  # other notifications: the app answers nothing
+                    continue
+                with changed:
+                    in_flight.add(rid)
+                work.put(event)
+            elif isinstance(event, InputEnded):
+                break
+        # End of input: answer what is still wanted, then return (digest §3.4 "Shutdown").
+        with changed:
+            changed.wait_for(lambda: not (in_flight - cancelled))
+    finally:
+        for _ in range(max_workers):
+            work.put(None)

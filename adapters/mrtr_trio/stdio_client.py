@@ -1,0 +1,212 @@
+"""stdio client transport for trio: spawn the server, route responses by id.
+
+Example::
+
+    async with open_stdio_transport([sys.executable, "server.py"]) as transport:
+        with trio.fail_after(30):
+            response = await transport.request(message)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import shlex
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import trio
+
+from mrtr_core import jsonrpc
+from mrtr_core.errors import LocalProtocolError, MrtrError
+from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.stdio import (
+    InputEnded,
+    ResponseReceived,
+    ServerExitedError,
+    StdioClientConnection,
+    cancelled_notification,
+)
+
+__all__ = ["StdioTransport", "open_stdio_transport"]
+
+JsonObject = dict[str, Any]
+_READ_SIZE = 65536
+
+
+class _Pending:
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.response: JsonObject | None = None
+        self.error: MrtrError | None = None
+
+
+class StdioTransport:
+    """The trio :class:`~mrtr_trio.Transport` over a stdio server subprocess (digest §3.4).
+
+    Build it with :func:`open_stdio_transport`, which also runs its reader task. Requests
+    interleave on the one pipe and responses are routed by id. When the process dies (or
+    writes something that is not an MCP message to stdout), every request in flight fails
+    with a typed error. A request cancelled by its caller sends ``notifications/cancelled``.
+    """
+
+    def __init__(
+        self,
+        process: trio.Process,
+        *,
+        max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+        close_timeout: float = 2.0,
+    ) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("the process needs stdin and stdout pipes")
+        self.process = process
+        self.close_timeout = close_timeout
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._write_lock = trio.Lock()
+        self._failure: MrtrError | None = None
+        self._reader_scope = trio.CancelScope()
+
+    async def request(self, message: Mapping[str, Any]) -> JsonObject:
+        """Send one request and wait for the response with its id.
+
+        Raises:
+            ServerExitedError: The process ended (or closed stdout) before answering.
+            mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
+                MCP message to stdout (the transport is unusable afterwards).
+        """
+        rid = message.get("id")
+        if not isinstance(rid, str | int) or isinstance(rid, bool):
+            raise LocalProtocolError("a request needs a string or integer id")
+        line = self._conn.send(message)
+        if self._failure is not None:
+            raise copy.copy(self._failure)
+        if rid in self._pending:
+            raise LocalProtocolError(f"request id {rid!r} is already in flight")
+        pending = self._pending[rid] = _Pending()
+        try:
+            await self._write(line)
+            await pending.done.wait()
+        except trio.Cancelled:
+            # The caller gave up (its timeout or cancellation): tell the server (§3.4).
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(1.0),
+                contextlib.suppress(MrtrError),
+            ):
+                await self._write(self._conn.send(cancelled_notification(rid, "cancelled")))
+            raise
+        finally:
+            self._pending.pop(rid, None)
+        if pending.error is not None:
+            raise copy.copy(pending.error)
+        assert pending.response is not None
+        return pending.response
+
+    async def notify(self, message: Mapping[str, Any]) -> None:
+        """Send one notification."""
+        await self._write(self._conn.send(message))
+
+    async def aclose(self) -> None:
+        """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown")."""
+        with trio.CancelScope(shield=True):
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self._stdin.aclose()
+            with trio.move_on_after(self.close_timeout):
+                await self.process.wait()
+            if self.process.returncode is None:
+                self.process.terminate()
+                with trio.move_on_after(self.close_timeout):
+                    await self.process.wait()
+            if self.process.returncode is None:
+                self.process.kill()
+                await self.process.wait()
+            self._reader_scope.cancel()
+            await self._stdout.aclose()
+        self._fail(ServerExitedError("transport closed", returncode=self.process.returncode))
+
+    # -- internals ---------------------------------------------------------------------------
+
+    async def _write(self, line: bytes) -> None:
+        async with self._write_lock:
+            if self._failure is not None:
+                raise copy.copy(self._failure)
+            try:
+                await self._stdin.send_all(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise ServerExitedError(
+                    "the server's stdin is closed", returncode=self.process.poll()
+                ) from None
+
+    async def read_loop(self) -> None:
+        """Route what the server writes; runs until stdout closes (started by the opener)."""
+        with self._reader_scope:
+            try:
+                while True:
+                    event = self._conn.next_event()
+                    if event is NEED_DATA:
+                        try:
+                            data = await self._stdout.receive_some(_READ_SIZE)
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            data = b""
+                        self._conn.receive_data(data)
+                    elif isinstance(event, ResponseReceived):
+                        pending = self._pending.get(event.request_id)  # type: ignore[arg-type]
+                        if pending is not None:  # else: its caller gave up; dropped
+                            pending.response = event.message
+                            pending.done.set()
+                    elif isinstance(event, InputEnded):
+                        returncode = None
+                        with trio.move_on_after(0.5):
+                            returncode = await self.process.wait()
+                        self._fail(
+                            ServerExitedError("the server closed its stdout", returncode=returncode)
+                        )
+                        return
+                    # NotificationReceived: progress and logs are not a transport's concern
+            except MrtrError as exc:  # the server broke the framing: nothing can be trusted
+                self._fail(exc)
+
+    def _fail(self, error: MrtrError) -> None:
+        if self._failure is None:
+            self._failure = error
+        for pending in self._pending.values():
+            if not pending.done.is_set():
+                pending.error = error
+                pending.done.set()
+
+
+@contextlib.asynccontextmanager
+async def open_stdio_transport(
+    command: str | Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stderr: int | None = None,
+    max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+    close_timeout: float = 2.0,
+) -> AsyncIterator[StdioTransport]:
+    """Start ``command`` (a list, or a string split like a shell would) as a stdio server and
+    yield its transport; on exit the server is shut down (:meth:`StdioTransport.aclose`).
+
+    The server's stderr is inherited unless ``stderr`` says otherwise.
+    """
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    process = await trio.lowlevel.open_process(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
+    transport = StdioTransport(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(transport.read_loop)
+        try:
+            yield transport
+        finally:
+            await transport.aclose()

@@ -1,0 +1,177 @@
+"""Serve an :class:`~mrtr_core.app.App` over stdio under trio (digest §3.4).
+
+Each request runs in its own task, so requests interleave; ``notifications/cancelled`` cancels
+the request's task and no response is sent for it. At end of input the server waits for the
+requests in flight, then returns.
+
+Example::
+
+    trio.run(serve_stdio, app)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from mrtr_core import jsonrpc
+from mrtr_core.app import App, Reply, RunHandler
+from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.stdio import (
+    CANCELLED,
+    InputEnded,
+    MessageReceived,
+    MessageRejected,
+    StdioServerConnection,
+    encode_line,
+)
+
+__all__ = ["internal_error_reply", "run_step", "serve_stdio"]
+
+_READ_SIZE = 65536
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, trio.Cancelled)
+
+
+async def run_step(
+    app: App, step: RunHandler, *, clock: Callable[[], float], guard: Any = None
+) -> Reply:
+    """Run one handler step to its reply: claim a single-use state, invoke, complete.
+
+    ``guard`` is a sync :class:`~mrtr_core.state.ReplayGuard` or an async one
+    (``TrioRedisReplayGuard``). Cancellation passes through untouched.
+    """
+    claim = step.run.claim
+    if claim is not None:
+        if guard is None:
+            return app.complete(
+                step, clock(), raised=RuntimeError("a single-use handler needs a replay guard")
+            )
+        claimed = guard.claim(claim[0], claim[1], clock())
+        if inspect.isawaitable(claimed):
+            claimed = await claimed
+        if not claimed:
+            return app.replayed(step)
+    try:
+        value = step.invoke()
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        return app.complete(step, clock(), raised=exc)
+    except BaseException as exc:
+        # The engine's "question without an answer yet" is a BaseException on purpose.
+        if isinstance(exc, _PASS_THROUGH) or (
+            isinstance(exc, BaseExceptionGroup) and exc.subgroup(_PASS_THROUGH) is not None
+        ):
+            raise
+        return app.complete(step, clock(), raised=exc)
+    return app.complete(step, clock(), returned=value)
+
+
+def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Reply:
+    """The reply when the app itself failed (a bug): -32603 without the exception's text."""
+    message = jsonrpc.error_response(
+        request_id, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
+    )
+    return Reply(message=message, status=500)
+
+
+async def serve_stdio(
+    app: App,
+    *,
+    stdin: trio.abc.ReceiveStream | None = None,
+    stdout: trio.abc.SendStream | None = None,
+    guard: Any = None,
+    clock: Callable[[], float] = time.time,
+    principal: str | None = None,
+    max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+) -> None:
+    """Answer requests from ``stdin`` on ``stdout`` until end of input.
+
+    Args:
+        app: The app to serve.
+        stdin: Where requests come from (default: the process's stdin, as a ``FdStream``).
+        stdout: Where responses go (default: the process's stdout); only MCP messages.
+        guard: Replay guard for single-use handlers (sync or async).
+        clock: Wall-clock seconds for ``requestState`` sealing.
+        principal: The principal every request runs as.
+        max_line_bytes: Longest message accepted; longer lines get -32600.
+    """
+    owned: list[trio.abc.AsyncResource] = []
+    if stdin is None:
+        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        owned.append(stdin)
+    if stdout is None:
+        stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
+        owned.append(stdout)
+    source, sink = stdin, stdout
+    conn = StdioServerConnection(max_line_bytes=max_line_bytes)
+    write_lock = trio.Lock()
+    scopes: dict[RequestId, trio.CancelScope] = {}
+
+    async def write(message: dict[str, Any]) -> None:
+        async with write_lock:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await sink.send_all(encode_line(message))
+
+    async def answer(event: MessageReceived, scope: trio.CancelScope) -> None:
+        rid = event.request_id
+        reply: Reply | None = None
+        with scope:
+            try:
+                step = app.receive(event.message, now=clock(), principal=principal)
+                if isinstance(step, RunHandler):
+                    reply = await run_step(app, step, clock=clock, guard=guard)
+                else:
+                    reply = step
+            except Exception as exc:
+                reply = internal_error_reply(rid, exc)
+            finally:
+                if rid is not None and scopes.get(rid) is scope:
+                    del scopes[rid]
+        if reply is None:
+            return  # cancelled by the client: no response
+        for note in reply.notifications:
+            await write(note)
+        if reply.message is not None:
+            await write(reply.message)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            while True:
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    try:
+                        data = await source.receive_some(_READ_SIZE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        data = b""
+                    conn.receive_data(data)
+                elif isinstance(event, MessageRejected):
+                    await write(event.response)
+                elif isinstance(event, MessageReceived):
+                    if event.request_id is None and event.parsed.method == CANCELLED:
+                        target = (event.parsed.params or {}).get("requestId")
+                        if isinstance(target, str | int) and not isinstance(target, bool):
+                            victim = scopes.get(target)
+                            if victim is not None:
+                                victim.cancel()
+                        continue
+                    # The scope exists before the task runs: a cancellation that arrives in
+                    # the same read as its request still finds it.
+                    scope = trio.CancelScope()
+                    if event.request_id is not None:
+                        scopes[event.request_id] = scope
+                    nursery.start_soon(answer, event, scope)
+                elif isinstance(event, InputEnded):
+                    break
+    finally:
+        for resource in owned:
+            with contextlib.suppress(Exception):
+                await resource.aclose()

@@ -1,0 +1,448 @@
+"""The client side of Streamable HTTP on one HTTP/1.1 connection, on top of h11.
+
+:meth:`HttpClientConnection.send_request` turns one JSON-RPC message into the bytes of a POST
+with every header the spec requires (digest §3.3 items 1-5). The answer may be JSON or an
+event stream (clients MUST handle both); :meth:`HttpClientConnection.next_event` returns the
+JSON-RPC response for the request, notifications that came before it on the stream, or 202
+for a notification. Everything the server sends is bounded and validated; problems raise
+:class:`~mrtr_core.errors.RemoteProtocolError` subclasses and leave the connection unusable.
+"""
+
+from __future__ import annotations
+
+import http
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TypeAlias
+from urllib.parse import urlsplit
+
+import attrs
+import h11
+
+from mrtr_core import jsonrpc
+from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
+from mrtr_core.http._headers import (
+    JSON_MEDIA_TYPE,
+    SSE_MEDIA_TYPE,
+    collect_headers,
+    media_type,
+    request_headers,
+)
+from mrtr_core.http._params import ParamHeaderRegistry
+from mrtr_core.http._sse import EventStreamError, SseParser
+from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, RequestId
+
+__all__ = [
+    "ClientEvent",
+    "Endpoint",
+    "HttpClientConfig",
+    "HttpClientConnection",
+    "HttpStatusError",
+    "NotificationAccepted",
+    "NotificationReceived",
+    "ResponseReceived",
+    "ServerDisconnectedError",
+    "parse_url",
+]
+
+_ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
+_EXCERPT: Final = 512
+
+
+@attrs.frozen(kw_only=True)
+class Endpoint:
+    """Where an MCP endpoint lives."""
+
+    scheme: str
+    """``"http"`` or ``"https"``."""
+    host: str
+    """Host name or address to connect to (IPv6 without brackets)."""
+    port: int
+    target: str
+    """Path and query sent in the request line, e.g. ``"/mcp"``."""
+
+    @property
+    def authority(self) -> str:
+        """The ``Host`` header value."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+def parse_url(url: str) -> Endpoint:
+    """Parse ``http://127.0.0.1:8000/mcp`` (or ``https://...``) into an :class:`Endpoint`.
+
+    Raises:
+        LocalProtocolError: Not an absolute http(s) URL with a host.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise LocalProtocolError(f"bad MCP endpoint URL {url!r}: {exc}") from None
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise LocalProtocolError(f"bad MCP endpoint URL {url!r}: need http(s)://host[:port]/path")
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Endpoint(scheme=parts.scheme, host=parts.hostname, port=port, target=target)
+
+
+@attrs.frozen(kw_only=True)
+class HttpClientConfig:
+    """Limits and extra headers of a client connection."""
+
+    max_response_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES
+    """Largest JSON response body (and largest single event on a stream)."""
+    max_stream_bytes: int = 64 * 1024 * 1024
+    """Largest event-stream body in total (notifications plus the response)."""
+    max_header_bytes: int = 64 * 1024
+    """Largest response head."""
+    max_depth: int = jsonrpc.DEFAULT_MAX_DEPTH
+    """Deepest JSON nesting accepted."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra headers on every request, e.g. ``(("Authorization", "Bearer ..."),)``."""
+
+
+class HttpStatusError(RemoteProtocolError):
+    """The server answered with an HTTP error status and no JSON-RPC response.
+
+    Attributes:
+        status: The HTTP status code.
+        body: The start of the response body (at most 512 bytes).
+        content_type: The response's ``Content-Type``, if any.
+    """
+
+    def __init__(self, status: int, body: bytes, content_type: str | None) -> None:
+        try:
+            phrase = http.HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "HTTP error"
+        super().__init__(f"HTTP {status} {phrase}: {body[:200]!r}")
+        self.status = status
+        self.body = body[:_EXCERPT]
+        self.content_type = content_type
+
+
+class ServerDisconnectedError(RemoteProtocolError, ConnectionError):
+    """The connection ended before the response was complete.
+
+    Attributes:
+        response_started: Whether any byte of the response had arrived. When not, the server
+            closed an idle keep-alive connection and the request may be sent again on a new one.
+    """
+
+    def __init__(self, message: str, *, response_started: bool) -> None:
+        super().__init__(message)
+        self.response_started = response_started
+
+
+@attrs.frozen(kw_only=True)
+class ResponseReceived:
+    """The JSON-RPC response to the request (a result or an error)."""
+
+    message: dict[str, Any]
+    """The response as decoded."""
+    status: int
+    """The HTTP status it came with (200, or 4xx for errors on the Python SDK convention)."""
+
+
+@attrs.frozen(kw_only=True)
+class NotificationReceived:
+    """A request-related notification that came before the response on an event stream."""
+
+    message: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class NotificationAccepted:
+    """The server accepted a notification (202, no body)."""
+
+    status: int
+
+
+ClientEvent: TypeAlias = (
+    ResponseReceived | NotificationReceived | NotificationAccepted | NeedDataType
+)
+
+
+class HttpClientConnection:
+    """One client-side HTTP/1.1 connection to an MCP endpoint (sans-IO), one request at a time.
+
+    Args:
+        endpoint: Where the requests go (``Host`` header and request target).
+        config: Limits and extra headers.
+        param_headers: What ``tools/list`` said about ``x-mcp-header`` arguments (share one
+            registry among a client's connections): ``tools/call`` requests get their
+            ``Mcp-Param-*`` headers, and invalid tools are dropped from ``tools/list``.
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        config: HttpClientConfig | None = None,
+        *,
+        param_headers: ParamHeaderRegistry | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.config = config or HttpClientConfig()
+        self.param_headers = param_headers
+        self._message: Mapping[str, Any] = {}
+        self._h11 = h11.Connection(
+            h11.CLIENT, max_incomplete_event_size=self.config.max_header_bytes
+        )
+        self._expected: RequestId | None = None
+        self._is_notification = False
+        self._status = 0
+        self._kind: str | None = None  # "json", "sse" or "other"
+        self._content_type: str | None = None
+        self._body = bytearray()
+        self._received = 0
+        self._sse: SseParser | None = None
+        self._queue: list[ClientEvent] = []
+        self._started = False  # any byte of the current response has arrived
+        self._done = False  # the current exchange delivered its final event
+        self._broken = False
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether a new request can be sent on this connection now."""
+        return not self._broken and self._h11.our_state is h11.IDLE
+
+    # -- sending -------------------------------------------------------------------------
+
+    def send_request(
+        self, message: Mapping[str, Any], *, headers: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        """Build the POST carrying ``message``.
+
+        Args:
+            message: One JSON-RPC request or notification (never a batch or a response).
+            headers: Extra headers for this request only (e.g. ``Mcp-Param-*``).
+
+        Returns:
+            The bytes to write.
+
+        Raises:
+            LocalProtocolError: The connection is busy or broken, or ``message`` is not a
+                request/notification or not JSON-serialisable.
+        """
+        if not self.ready:
+            raise LocalProtocolError("connection is not ready for a new request")
+        try:
+            parsed = jsonrpc.parse_request(dict(message))
+        except jsonrpc.MessageError as exc:
+            raise LocalProtocolError(f"not a sendable message: {exc}") from None
+        body = jsonrpc.encode(message)
+        head = [
+            ("Host", self.endpoint.authority),
+            ("Accept", _ACCEPT),
+            ("Content-Type", JSON_MEDIA_TYPE),
+            ("Content-Length", str(len(body))),
+            *request_headers(message),
+            *(self.param_headers.headers_for(message) if self.param_headers else ()),
+            *self.config.headers,
+            *headers,
+        ]
+        self._message = message
+        self._expected = parsed.id if isinstance(parsed, jsonrpc.Request) else None
+        self._is_notification = isinstance(parsed, jsonrpc.Notification)
+        self._status, self._kind, self._content_type = 0, None, None
+        self._body.clear()
+        self._received = 0
+        self._sse = None
+        self._queue.clear()
+        self._started = False
+        self._done = False
+        out = self._h11.send(h11.Request(method="POST", target=self.endpoint.target, headers=head))
+        out += self._h11.send(h11.Data(data=body))
+        out += self._h11.send(h11.EndOfMessage())
+        return out
+
+    # -- receiving -----------------------------------------------------------------------
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        """Feed bytes read from the socket; ``b""`` means the server closed the connection."""
+        if data:
+            self._started = True
+        self._h11.receive_data(bytes(data))
+
+    def next_event(self) -> ClientEvent:
+        """Process buffered bytes until an event is complete.
+
+        Returns:
+            :class:`NotificationReceived` (zero or more, event streams only), then exactly one
+            :class:`ResponseReceived` or :class:`NotificationAccepted`; or
+            :data:`~mrtr_core.jsonrpc.NEED_DATA`.
+
+        Raises:
+            HttpStatusError: An HTTP error status without a JSON-RPC response body.
+            ServerDisconnectedError: The connection ended before the response.
+            RemoteProtocolError: Anything else the server got wrong (bad JSON, a response for
+                another id, a limit exceeded, a malformed HTTP response).
+            LocalProtocolError: No request is outstanding.
+        """
+        if self._broken:
+            raise LocalProtocolError("connection is broken")
+        try:
+            return self._next()
+        except RemoteProtocolError:
+            self._broken = True
+            raise
+
+    def _next(self) -> ClientEvent:
+        while not self._queue:
+            if self._done:
+                raise LocalProtocolError("no request is outstanding")
+            if self._h11.our_state is h11.IDLE:
+                raise LocalProtocolError("no request is outstanding")
+            try:
+                event = self._h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                if self._h11.trailing_data[1]:
+                    raise ServerDisconnectedError(
+                        "server closed the connection before the response was complete",
+                        response_started=self._started,
+                    ) from None
+                raise RemoteProtocolError(f"malformed HTTP response: {exc}") from None
+            if event is h11.NEED_DATA:
+                return NEED_DATA
+            self._on_event(event)
+        if self._done and self._kind == "sse":
+            self._drain_stream_tail()
+        return self._queue.pop(0)
+
+    def _drain_stream_tail(self) -> None:
+        """After the response, consume the end of the stream if it is already buffered.
+
+        The final response SHOULD end the stream (digest §3.3); when its end has arrived, the
+        connection becomes :attr:`ready` again, otherwise it must be closed.
+        """
+        try:
+            while self._h11.their_state is h11.SEND_BODY:
+                event = self._h11.next_event()
+                if event is h11.NEED_DATA:
+                    return
+                if isinstance(event, h11.EndOfMessage):
+                    self._on_end()
+        except h11.RemoteProtocolError:
+            self._broken = True
+
+    def _on_event(self, event: Any) -> None:
+        if isinstance(event, h11.InformationalResponse):
+            return
+        if isinstance(event, h11.Response):
+            self._on_response(event)
+        elif isinstance(event, h11.Data):
+            self._on_data(bytes(event.data))
+        elif isinstance(event, h11.EndOfMessage):
+            self._on_end()
+        elif isinstance(event, h11.ConnectionClosed):
+            raise ServerDisconnectedError(
+                "server closed the connection", response_started=self._started
+            )
+
+    def _on_response(self, response: h11.Response) -> None:
+        self._status = response.status_code
+        values = collect_headers(response.headers).get("content-type")
+        self._content_type = values[0].decode("latin-1") if values else None
+        kind, _ = media_type(self._content_type or "")
+        if kind == SSE_MEDIA_TYPE and 200 <= self._status < 300:
+            self._kind = "sse"
+            self._sse = SseParser(max_event_bytes=self.config.max_response_bytes)
+        elif kind == JSON_MEDIA_TYPE:
+            self._kind = "json"
+        else:
+            self._kind = "other"
+
+    def _on_data(self, data: bytes) -> None:
+        self._received += len(data)
+        if self._kind == "sse":
+            assert self._sse is not None
+            if self._received > self.config.max_stream_bytes:
+                raise EventStreamError(
+                    f"event stream exceeds the limit of {self.config.max_stream_bytes} bytes"
+                )
+            for sse in self._sse.feed(data):
+                if sse.event == "message" and not self._done:
+                    self._on_stream_message(sse.data)
+            return
+        if self._kind == "json" and self._received > self.config.max_response_bytes:
+            raise RemoteProtocolError(
+                f"response body exceeds the limit of {self.config.max_response_bytes} bytes"
+            )
+        if self._kind == "other":
+            room = _EXCERPT - len(self._body)
+            data = data[: max(room, 0)]
+        self._body += data
+
+    def _on_stream_message(self, data: str) -> None:
+        value = jsonrpc.decode(
+            data.encode("utf-8"),
+            max_bytes=self.config.max_response_bytes,
+            max_depth=self.config.max_depth,
+        )
+        message = jsonrpc.parse_response(value)
+        if isinstance(message, jsonrpc.Notification):
+            self._queue.append(NotificationReceived(message=message.raw))
+            return
+        if message.id != self._expected:
+            # A stream carries only its own request's response (digest §3.3): skip strays.
+            return
+        self._queue.append(
+            ResponseReceived(message=self._observed(message.raw), status=self._status)
+        )
+        self._done = True
+
+    def _observed(self, response: dict[str, Any]) -> dict[str, Any]:
+        if self.param_headers is None:
+            return response
+        return self.param_headers.observe(self._message, response)
+
+    def _on_end(self) -> None:
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
+            self._h11.start_next_cycle()
+        if self._done:
+            return
+        if self._kind == "sse":
+            raise RemoteProtocolError("event stream ended without the response")
+        if self._is_notification and 200 <= self._status < 300:
+            self._queue.append(NotificationAccepted(status=self._status))
+            self._done = True
+            return
+        if self._kind == "json":
+            self._finish_json()
+            return
+        if self._status >= 400 or self._status < 200:
+            raise HttpStatusError(self._status, bytes(self._body), self._content_type)
+        raise RemoteProtocolError(
+            f"HTTP {self._status} response has Content-Type {self._content_type!r}, expected "
+            f"{JSON_MEDIA_TYPE} or {SSE_MEDIA_TYPE}"
+        )
+
+    def _finish_json(self) -> None:
+        try:
+            value = jsonrpc.decode(
+                self._body,
+                max_bytes=self.config.max_response_bytes,
+                max_depth=self.config.max_depth,
+            )
+            message = jsonrpc.parse_response(value)
+        except jsonrpc.MessageError:
+            if self._status >= 400:
+                raise HttpStatusError(self._status, bytes(self._body), self._content_type) from None
+            raise
+        if isinstance(message, jsonrpc.Notification):
+            raise RemoteProtocolError("expected a JSON-RPC response, got a notification")
+        if message.id is not None and message.id != self._expected:
+            raise RemoteProtocolError(
+                f"response id {message.id!r} does not match request id {self._expected!r}"
+            )
+        if message.id is None and not message.is_error:
+            raise RemoteProtocolError("result response without an id")
+        self._body = bytearray()
+        self._queue.append(
+            ResponseReceived(message=self._observed(message.raw), status=self._status)
+        )
+        self._done = True

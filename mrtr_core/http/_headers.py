@@ -1,0 +1,372 @@
+"""Streamable HTTP header rules: value encoding, media types, Origin, and header-body checks.
+
+Sources: ``basic/transports/streamable-http.mdx`` (digest §3.3) § Request Metadata, § Value
+Encoding, § Server Validation, § Security & Endpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from mrtr_core.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    RemoteProtocolError,
+)
+from mrtr_core.jsonrpc import Notification, Request, RequestId
+
+__all__ = [
+    "HEADER_ACCEPT",
+    "HEADER_CONTENT_TYPE",
+    "HEADER_MCP_METHOD",
+    "HEADER_MCP_NAME",
+    "HEADER_ORIGIN",
+    "HEADER_PROTOCOL_VERSION",
+    "JSON_MEDIA_TYPE",
+    "NAMED_METHODS",
+    "SSE_MEDIA_TYPE",
+    "HeaderMismatchError",
+    "accepts_json_and_sse",
+    "collect_headers",
+    "decode_header_value",
+    "encode_header_value",
+    "http_status_for_error",
+    "is_json_content_type",
+    "is_localhost_origin",
+    "media_type",
+    "name_of",
+    "request_headers",
+    "validate_request_headers",
+]
+
+HEADER_PROTOCOL_VERSION: Final = "MCP-Protocol-Version"
+HEADER_MCP_METHOD: Final = "Mcp-Method"
+HEADER_MCP_NAME: Final = "Mcp-Name"
+HEADER_ACCEPT: Final = "Accept"
+HEADER_CONTENT_TYPE: Final = "Content-Type"
+HEADER_ORIGIN: Final = "Origin"
+
+JSON_MEDIA_TYPE: Final = "application/json"
+SSE_MEDIA_TYPE: Final = "text/event-stream"
+
+# The methods whose Mcp-Name mirrors params.name or params.uri (§3.3 item 5).
+NAMED_METHODS: Final[Mapping[str, str]] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
+_META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+_SENTINEL_PREFIX: Final = "=?base64?"
+_SENTINEL_SUFFIX: Final = "?="
+_LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class HeaderMismatchError(RemoteProtocolError):
+    """A required MCP header is missing or malformed, or disagrees with the body (-32020, 400).
+
+    Attributes:
+        header: The header's name, e.g. ``"Mcp-Name"``.
+        request_id: The id of the request whose headers were wrong, if it has one.
+    """
+
+    jsonrpc_code = HEADER_MISMATCH
+
+    def __init__(self, message: str, *, header: str, request_id: RequestId | None = None) -> None:
+        super().__init__(f"Header mismatch: {message}")
+        self.header = header
+        self.request_id = request_id
+
+
+# -- value encoding (§ Value Encoding) ---------------------------------------------------------
+
+
+# Visible ASCII and inner spaces: RFC 9110 field values without tab, no leading or trailing
+# whitespace, not empty.
+_PLAIN: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+# What a received value may hold: visible ASCII, space and tab (RFC 9110 § 5.5).
+_FIELD_VALUE: Final = re.compile(rb"[\x20-\x7e\t]*")
+
+
+def _is_plain(value: str) -> bool:
+    """Whether ``value`` can travel as a plain header value (and is not sentinel-shaped)."""
+    if _PLAIN.fullmatch(value) is None:
+        return False
+    return not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
+
+
+def encode_header_value(value: str) -> str:
+    """Encode a value for ``Mcp-Name`` (or ``Mcp-Param-*``).
+
+    A value that is not plain safe ASCII, or that looks like the sentinel itself, is sent as
+    ``=?base64?<Base64 of UTF-8>?=`` (§3.3 item 5; § Value Encoding). Lone surrogates cannot
+    be UTF-8 and are replaced by U+FFFD.
+    """
+    if _is_plain(value):
+        return value
+    raw = value.encode("utf-8", "replace")
+    return f"{_SENTINEL_PREFIX}{base64.b64encode(raw).decode('ascii')}{_SENTINEL_SUFFIX}"
+
+
+def decode_header_value(raw: bytes | str, *, header: str = HEADER_MCP_NAME) -> str:
+    """Decode a received header value, undoing the Base64 sentinel.
+
+    Raises:
+        HeaderMismatchError: The value has characters outside visible ASCII, space and tab,
+            or a sentinel whose payload is not canonical Base64 of UTF-8.
+    """
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if _FIELD_VALUE.fullmatch(data) is None:
+        raise HeaderMismatchError(f"{header} header has invalid characters", header=header)
+    text = data.decode("ascii")
+    if not (text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX)):
+        return text
+    payload = text[len(_SENTINEL_PREFIX) : len(text) - len(_SENTINEL_SUFFIX)]
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        return decoded.decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise HeaderMismatchError(
+            f"{header} header has a malformed Base64 value", header=header
+        ) from None
+
+
+# -- media types, Accept, Origin --------------------------------------------------------------
+
+
+def media_type(value: str) -> tuple[str, dict[str, str]]:
+    """Split a media type into its lower-cased ``type/subtype`` and its parameters."""
+    kind, *rest = value.split(";")
+    params: dict[str, str] = {}
+    for item in rest:
+        key, sep, val = item.partition("=")
+        if sep:
+            params[key.strip().lower()] = val.strip().strip('"')
+    return kind.strip().lower(), params
+
+
+def accepts_json_and_sse(accept: str | None) -> bool:
+    """Whether an ``Accept`` value lists both ``application/json`` and ``text/event-stream``.
+
+    Wildcards (``*/*``, ``application/*``, ``text/*``) count, per RFC 9110 §12.5.1; a range
+    with ``q=0`` is a refusal and does not count. A missing header does not count (§3.3 item 2).
+    """
+    if accept is None:
+        return False
+    ranges: set[str] = set()
+    for item in accept.split(","):
+        kind, params = media_type(item)
+        if params.get("q", "1").strip() in {"0", "0.0", "0.00", "0.000"}:
+            continue
+        ranges.add(kind)
+
+    def covered(kind: str) -> bool:
+        major = kind.split("/")[0]
+        return bool({kind, f"{major}/*", "*/*"} & ranges)
+
+    return covered(JSON_MEDIA_TYPE) and covered(SSE_MEDIA_TYPE)
+
+
+def is_json_content_type(value: str | None) -> bool:
+    """Whether a ``Content-Type`` is ``application/json`` (UTF-8 when a charset is given)."""
+    if value is None:
+        return False
+    kind, params = media_type(value)
+    charset = params.get("charset", "utf-8").lower()
+    return kind == JSON_MEDIA_TYPE and charset in {"utf-8", "utf8"}
+
+
+def is_localhost_origin(origin: str) -> bool:
+    """Whether an ``Origin`` is an http(s) origin on localhost, 127.0.0.1 or [::1], any port."""
+    try:
+        parts = urlsplit(origin)
+        host = parts.hostname
+        _ = parts.port  # raises ValueError on a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in {"http", "https"} and host in _LOCAL_HOSTS
+
+
+# -- status mapping ---------------------------------------------------------------------------
+
+_BAD_REQUEST_CODES: Final = frozenset(
+    {
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        INVALID_PARAMS,
+        HEADER_MISMATCH,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
+
+
+def http_status_for_error(code: int) -> int:
+    """The HTTP status for a JSON-RPC error code.
+
+    -32601 is 404 (MUST); -32020/-32021/-32022 are 400 (MUST); -32700, -32600 and -32602
+    are 400 and everything else 200, following the Python SDK convention (digest §3.3).
+    """
+    if code == METHOD_NOT_FOUND:
+        return 404
+    if code in _BAD_REQUEST_CODES:
+        return 400
+    return 200
+
+
+# -- header <-> body --------------------------------------------------------------------------
+
+
+def name_of(method: str, params: Mapping[str, Any] | None) -> str | None:
+    """The body value ``Mcp-Name`` mirrors for ``method``, or ``None`` when there is none."""
+    field = NAMED_METHODS.get(method)
+    if field is None or params is None:
+        return None
+    value = params.get(field)
+    return value if isinstance(value, str) else None
+
+
+def _body_protocol_version(params: Mapping[str, Any] | None) -> str | None:
+    meta = params.get("_meta") if params is not None else None
+    value = meta.get(_META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def request_headers(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The MCP headers a client puts on the POST carrying ``message`` (§3.3 items 3-5).
+
+    ``MCP-Protocol-Version`` comes from the body's ``_meta`` protocol version (when the body
+    has one), ``Mcp-Method`` from ``method``, ``Mcp-Name`` from ``params.name``/``params.uri``
+    for the three named methods, Base64-encoded when needed.
+    """
+    method = message.get("method")
+    params = message.get("params")
+    params = params if isinstance(params, dict) else None
+    headers: list[tuple[str, str]] = []
+    version = _body_protocol_version(params)
+    if version is not None:
+        headers.append((HEADER_PROTOCOL_VERSION, encode_header_value(version)))
+    if isinstance(method, str):
+        headers.append((HEADER_MCP_METHOD, encode_header_value(method)))
+        name = name_of(method, params)
+        if name is not None:
+            headers.append((HEADER_MCP_NAME, encode_header_value(name)))
+    return headers
+
+
+def _single(
+    headers: Mapping[str, list[bytes]], name: str, request_id: RequestId | None
+) -> bytes | None:
+    values = headers.get(name.lower(), [])
+    if len(values) > 1:
+        raise HeaderMismatchError(
+            f"{name} header appears {len(values)} times", header=name, request_id=request_id
+        )
+    return values[0] if values else None
+
+
+def _plain(raw: bytes, name: str, request_id: RequestId | None) -> str:
+    if _FIELD_VALUE.fullmatch(raw) is None:
+        raise HeaderMismatchError(
+            f"{name} header has invalid characters", header=name, request_id=request_id
+        )
+    return raw.decode("ascii")
+
+
+def validate_request_headers(
+    message: Request | Notification, headers: Mapping[str, list[bytes]]
+) -> None:
+    """Check the MCP request headers against the body (§3.3, § Server Validation).
+
+    For a request: ``MCP-Protocol-Version`` and ``Mcp-Method`` must be present, and ``Mcp-Name``
+    for ``tools/call``, ``prompts/get`` and ``resources/read``; each must equal its body value
+    (``Mcp-Name`` after Base64 decoding). A body without a readable ``_meta`` protocol version
+    or ``name``/``uri`` is left to params validation (-32602, digest §3.5 step 3). For a
+    notification the spec defines no header requirements, so only headers that are present
+    are compared.
+
+    Args:
+        message: The classified body.
+        headers: Received headers, lower-cased names to every value received.
+
+    Raises:
+        HeaderMismatchError: The first problem found.
+    """
+    rid = message.id if isinstance(message, Request) else None
+    required = isinstance(message, Request)
+
+    raw_version = _single(headers, HEADER_PROTOCOL_VERSION, rid)
+    if raw_version is None:
+        if required:
+            raise HeaderMismatchError(
+                f"{HEADER_PROTOCOL_VERSION} header is missing",
+                header=HEADER_PROTOCOL_VERSION,
+                request_id=rid,
+            )
+    else:
+        header_version = _plain(raw_version, HEADER_PROTOCOL_VERSION, rid)
+        body_version = _body_protocol_version(message.params)
+        if body_version is not None and header_version != body_version:
+            raise HeaderMismatchError(
+                f"{HEADER_PROTOCOL_VERSION} header value {header_version!r} does not match "
+                f"body value {body_version!r}",
+                header=HEADER_PROTOCOL_VERSION,
+                request_id=rid,
+            )
+
+    raw_method = _single(headers, HEADER_MCP_METHOD, rid)
+    if raw_method is None:
+        if required:
+            raise HeaderMismatchError(
+                f"{HEADER_MCP_METHOD} header is missing", header=HEADER_MCP_METHOD, request_id=rid
+            )
+    else:
+        header_method = _plain(raw_method, HEADER_MCP_METHOD, rid)
+        if header_method != message.method:
+            raise HeaderMismatchError(
+                f"{HEADER_MCP_METHOD} header value {header_method!r} does not match body value "
+                f"{message.method!r}",
+                header=HEADER_MCP_METHOD,
+                request_id=rid,
+            )
+
+    if message.method not in NAMED_METHODS:
+        return
+    raw_name = _single(headers, HEADER_MCP_NAME, rid)
+    if raw_name is None:
+        if required:
+            raise HeaderMismatchError(
+                f"{HEADER_MCP_NAME} header is missing", header=HEADER_MCP_NAME, request_id=rid
+            )
+        return
+    try:
+        header_name = decode_header_value(raw_name, header=HEADER_MCP_NAME)
+    except HeaderMismatchError as exc:
+        exc.request_id = rid
+        raise
+    body_name = name_of(message.method, message.params)
+    if body_name is not None and header_name != body_name:
+        raise HeaderMismatchError(
+            f"{HEADER_MCP_NAME} header value {header_name!r} does not match body value "
+            f"{body_name!r}",
+            header=HEADER_MCP_NAME,
+            request_id=rid,
+        )
+
+
+def collect_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, list[bytes]]:
+    """Group raw header pairs by lower-cased name, keeping every value in order."""
+    out: dict[str, list[bytes]] = {}
+    for name, value in pairs:
+        out.setdefault(bytes(name).decode("ascii", "replace").lower(), []).append(bytes(value))
+    return out

@@ -1,0 +1,304 @@
+"""The stdio transport: newline-delimited JSON-RPC, both roles (digest §3.4).
+
+UTF-8 JSON, one message per line, no embedded newlines; the client writes requests and
+notifications to the server's stdin, the server writes responses and request-related
+notifications to stdout. Requests may be interleaved, so responses are matched by id.
+
+:class:`LineFramer` splits bytes into bounded lines. :class:`StdioServerConnection` turns lines
+into messages for the application and answers unreadable lines itself (-32700/-32600);
+:class:`StdioClientConnection` turns lines into responses and treats anything else the server
+writes to stdout as a protocol error ("nothing on stdout that is not a valid MCP message").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from mrtr_core import jsonrpc
+from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
+from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
+
+__all__ = [
+    "CANCELLED",
+    "DEFAULT_MAX_LINE_BYTES",
+    "ClientEvent",
+    "InputEnded",
+    "LineFramer",
+    "LineTooLong",
+    "MessageReceived",
+    "MessageRejected",
+    "NotificationReceived",
+    "ResponseReceived",
+    "ServerEvent",
+    "ServerExitedError",
+    "StdioClientConnection",
+    "StdioServerConnection",
+    "cancelled_notification",
+    "encode_line",
+]
+
+DEFAULT_MAX_LINE_BYTES: Final = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES
+CANCELLED: Final = "notifications/cancelled"
+
+
+def encode_line(message: Mapping[str, Any]) -> bytes:
+    """One message as a line: compact JSON plus ``\\n`` (``json.dumps`` escapes newlines).
+
+    Raises:
+        LocalProtocolError: The message is not JSON-serialisable.
+    """
+    return jsonrpc.encode(message) + b"\n"
+
+
+def cancelled_notification(request_id: RequestId, reason: str | None = None) -> dict[str, Any]:
+    """The ``notifications/cancelled`` a stdio client sends to cancel a request (digest §3.4)."""
+    params: dict[str, Any] = {"requestId": request_id}
+    if reason is not None:
+        params["reason"] = reason
+    return jsonrpc.notification(CANCELLED, params)
+
+
+class ServerExitedError(RemoteProtocolError, ConnectionError):
+    """The stdio server process ended, or closed its stdout, with requests in flight.
+
+    In-flight requests are lost and may be retried on a new process (digest §3.4 "Crash").
+
+    Attributes:
+        returncode: The process's exit status when known.
+    """
+
+    def __init__(self, message: str, *, returncode: int | None = None) -> None:
+        suffix = f" (exit status {returncode})" if returncode is not None else ""
+        super().__init__(message + suffix)
+        self.returncode = returncode
+
+
+@attrs.frozen
+class LineTooLong:
+    """A line longer than the framer's limit was skipped (up to its newline)."""
+
+    limit: int
+
+
+class LineFramer:
+    """Split a byte stream into lines of at most ``max_line_bytes`` (terminator excluded).
+
+    ``\\n`` ends a line and a ``\\r`` just before it is dropped. A line over the limit is
+    reported once as :class:`LineTooLong` and its bytes are discarded as they arrive, so the
+    buffer never holds more than the limit. Blank lines are skipped.
+    """
+
+    def __init__(self, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self.max_line_bytes = max_line_bytes
+        self._buf = bytearray()
+        self._discarding = False
+        self._eof = False
+
+    def feed(self, data: bytes | bytearray) -> list[bytes | LineTooLong]:
+        """Take bytes; ``b""`` means end of input (a final unterminated line still counts)."""
+        out: list[bytes | LineTooLong] = []
+        if not data:
+            if not self._eof:
+                self._eof = True
+                if self._buf and not self._discarding:
+                    self._emit(bytes(self._buf), out)
+                self._buf.clear()
+            return out
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._discarding:
+                self._discarding = False
+            else:
+                self._buf += data[start:end]
+                self._emit(bytes(self._buf), out)
+            self._buf.clear()
+            start = end + 1
+        if not self._discarding:
+            self._buf += data[start:]
+            if len(self._buf) > self.max_line_bytes + 1:  # +1: room for a trailing \r
+                out.append(LineTooLong(self.max_line_bytes))
+                self._buf.clear()
+                self._discarding = True
+        return out
+
+    def _emit(self, line: bytes, out: list[bytes | LineTooLong]) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_line_bytes:
+            out.append(LineTooLong(self.max_line_bytes))
+        elif line.strip(b" \t\r"):
+            out.append(line)
+
+
+# -- events ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class MessageReceived:
+    """The server read one valid request or notification."""
+
+    message: dict[str, Any]
+    """The message as decoded: hand it to the application."""
+    parsed: Request | Notification = attrs.field(repr=False)
+
+    @property
+    def request_id(self) -> RequestId | None:
+        """The JSON-RPC id, ``None`` for a notification."""
+        return self.parsed.id if isinstance(self.parsed, Request) else None
+
+
+@attrs.frozen(kw_only=True)
+class MessageRejected:
+    """The server read a line that is not a valid message: write ``response`` back."""
+
+    response: dict[str, Any]
+    """The JSON-RPC error response (-32700 or -32600; ``id`` only when it could be read)."""
+    error: jsonrpc.MessageError
+
+
+@attrs.frozen(kw_only=True)
+class ResponseReceived:
+    """The client read a response."""
+
+    message: dict[str, Any]
+    parsed: jsonrpc.Response = attrs.field(repr=False)
+
+    @property
+    def request_id(self) -> RequestId | None:
+        """The id of the request this answers (``None``: an error for an unreadable request)."""
+        return self.parsed.id
+
+
+@attrs.frozen(kw_only=True)
+class NotificationReceived:
+    """The client read a notification (progress, log, subscription)."""
+
+    message: dict[str, Any]
+    parsed: Notification = attrs.field(repr=False)
+
+
+@attrs.frozen
+class InputEnded:
+    """The peer closed its side: no more messages will come."""
+
+
+ServerEvent: TypeAlias = MessageReceived | MessageRejected | InputEnded | NeedDataType
+ClientEvent: TypeAlias = ResponseReceived | NotificationReceived | InputEnded | NeedDataType
+
+
+class _Lines:
+    """A framer plus a queue of its output, for pull-style ``next_event()``."""
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self.framer = LineFramer(max_line_bytes=max_line_bytes)
+        self.queue: list[bytes | LineTooLong] = []
+        self.eof = False
+
+    def receive(self, data: bytes | bytearray) -> None:
+        if self.eof:
+            return
+        if not data:
+            self.eof = True
+        self.queue.extend(self.framer.feed(data))
+
+    def pop(self) -> bytes | LineTooLong | None:
+        return self.queue.pop(0) if self.queue else None
+
+
+class StdioServerConnection:
+    """The server side of a stdio connection (sans-IO).
+
+    Args:
+        max_line_bytes: Longest line (one message) accepted; longer ones get -32600.
+        max_depth: Deepest JSON nesting accepted; deeper messages get -32700.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_depth: int = jsonrpc.DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self._lines = _Lines(max_line_bytes)
+        self._max_depth = max_depth
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        """Feed bytes read from stdin; ``b""`` means end of input."""
+        self._lines.receive(data)
+
+    def next_event(self) -> ServerEvent:
+        """The next message, rejected line, end of input, or :data:`NEED_DATA`."""
+        item = self._lines.pop()
+        if item is None:
+            return InputEnded() if self._lines.eof else NEED_DATA
+        try:
+            if isinstance(item, LineTooLong):
+                raise jsonrpc.InvalidRequestError(f"message exceeds {item.limit} bytes")
+            value = jsonrpc.decode(item, max_bytes=len(item), max_depth=self._max_depth)
+            parsed = jsonrpc.parse_request(value)
+        except jsonrpc.MessageError as exc:
+            return MessageRejected(response=exc.to_response(), error=exc)
+        return MessageReceived(message=parsed.raw, parsed=parsed)
+
+    @staticmethod
+    def send(message: Mapping[str, Any]) -> bytes:
+        """The line to write for a response or notification."""
+        return encode_line(message)
+
+
+class StdioClientConnection:
+    """The client side of a stdio connection (sans-IO).
+
+    Args:
+        max_line_bytes: Longest line accepted from the server.
+        max_depth: Deepest JSON nesting accepted.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_depth: int = jsonrpc.DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self._lines = _Lines(max_line_bytes)
+        self._max_depth = max_depth
+
+    def send(self, message: Mapping[str, Any]) -> bytes:
+        """The line to write for a request or notification.
+
+        Raises:
+            LocalProtocolError: ``message`` is not a request or notification.
+        """
+        try:
+            jsonrpc.parse_request(dict(message))
+        except jsonrpc.MessageError as exc:
+            raise LocalProtocolError(f"not a sendable message: {exc}") from None
+        return encode_line(message)
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        """Feed bytes read from the server's stdout; ``b""`` means it closed."""
+        self._lines.receive(data)
+
+    def next_event(self) -> ClientEvent:
+        """The next response or notification, end of input, or :data:`NEED_DATA`.
+
+        Raises:
+            RemoteProtocolError: The server wrote a line that is not a valid response or
+                notification (the offending line is consumed; later lines stay readable).
+        """
+        item = self._lines.pop()
+        if item is None:
+            return InputEnded() if self._lines.eof else NEED_DATA
+        if isinstance(item, LineTooLong):
+            raise RemoteProtocolError(f"server wrote a line longer than {item.limit} bytes")
+        value = jsonrpc.decode(item, max_bytes=len(item), max_depth=self._max_depth)
+        parsed = jsonrpc.parse_response(value)
+        if isinstance(parsed, Notification):
+            return NotificationReceived(message=parsed.raw, parsed=parsed)
+        return ResponseReceived(message=parsed.raw, parsed=parsed)

@@ -1,0 +1,290 @@
+"""The asyncio adapter on real sockets and processes: HTTP client <-> server, stdio.
+
+Real sockets cannot run on a virtual clock, so these tests use the loop's real clock with
+short timeouts where a timeout is the behaviour under test, and assert on outcomes only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+from mrtr_asyncio.http_client import HttpTransport
+from mrtr_asyncio.http_server import serve_http
+from mrtr_asyncio.stdio_client import open_stdio_transport
+from mrtr_asyncio.stdio_server import serve_stdio
+from wire_app import make_app
+from wire_helpers import RawClient, call_tool, request
+from wire_peer import BrokenPeer
+
+from mrtr_core.http import HttpStatusError
+from mrtr_core.server import Context
+from mrtr_core.state import MemoryReplayGuard
+from mrtr_core.stdio import ServerExitedError, encode_line
+
+SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
+LIMIT = 10.0  # generous: only a broken test ever waits this long
+
+
+def text_of(response):
+    return response["result"]["content"][0]["text"]
+
+
+def run(test):
+    """Run an async test body with a served app: ``test(url, gate)``."""
+
+    async def main():
+        gate = asyncio.Event()
+        async with (
+            asyncio.timeout(LIMIT),
+            serve_http(make_app(gate), "127.0.0.1", 0, guard=MemoryReplayGuard()) as server,
+        ):
+            await test(server.url, gate)
+
+    asyncio.run(main())
+
+
+def test_http_loopback_mrtr_round_trip():
+    async def body(url, gate):
+        async with HttpTransport(url) as transport:
+            first = await transport.request(call_tool("confirm", 1, path="a"))
+            result = first["result"]
+            assert result["resultType"] == "input_required"
+            retry = call_tool("confirm", 2, path="a")
+            retry["params"]["inputResponses"] = {
+                "ok": {"action": "accept", "content": {"confirm": True}}
+            }
+            if "requestState" in result:
+                retry["params"]["requestState"] = result["requestState"]
+            assert text_of(await transport.request(retry)) == "deleted a"
+
+    run(body)
+
+
+def test_http_error_codes_reach_the_client():
+    async def body(url, gate):
+        async with HttpTransport(url) as transport:
+            response = await transport.request(request("nope/nothing", 1))
+            assert response["error"]["code"] == -32601
+
+    run(body)
+
+
+def test_http_wrong_path_is_a_typed_status_error():
+    async def body(url, gate):
+        async with HttpTransport(url.replace("/mcp", "/x")) as transport:
+            with pytest.raises(HttpStatusError) as info:
+                await transport.request(call_tool("echo", 1, text="x"))
+            assert info.value.status == 404
+
+    run(body)
+
+
+def test_http_concurrent_requests_use_several_connections():
+    async def body(url, gate):
+        async with HttpTransport(url, max_connections=2) as transport, asyncio.TaskGroup() as group:
+            waiting = group.create_task(transport.request(call_tool("gate_wait", 1)))
+            opened = await transport.request(call_tool("gate_open", 2))
+        assert text_of(waiting.result()) == "opened"
+        assert text_of(opened) == "open"
+
+    run(body)
+
+
+def test_http_server_times_out_a_stalled_client():
+    async def main():
+        async with (
+            asyncio.timeout(LIMIT),
+            serve_http(make_app(), "127.0.0.1", 0, read_timeout=0.3) as server,
+        ):
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{")
+            data = await reader.read()
+            writer.close()
+        assert data.startswith(b"HTTP/1.1 408 ")
+
+    asyncio.run(main())
+
+
+def test_http_client_closing_the_connection_cancels_the_handler():
+    async def main():
+        started, cancelled = asyncio.Event(), asyncio.Event()
+        app = make_app()
+
+        @app.tool(description="Hold until cancelled.")
+        async def hold(ctx: Context) -> str:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                cancelled.set()
+            return "never"
+
+        async with asyncio.timeout(LIMIT), serve_http(app, "127.0.0.1", 0) as server:
+            _, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            data = (
+                RawClient().post(call_tool("hold", 1)).replace(b"Mcp-Name: echo", b"Mcp-Name: hold")
+            )
+            writer.write(data)
+            await started.wait()
+            writer.close()
+            await cancelled.wait()
+
+    asyncio.run(main())
+
+
+def test_http_client_timeout_on_a_stalled_server():
+    async def main():
+        with BrokenPeer() as peer:
+            async with asyncio.timeout(LIMIT), HttpTransport(peer.url) as transport:
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(0.2):
+                        await transport.request(call_tool("stall", 1))
+                assert (await transport.request(call_tool("echo", 2)))["id"] == 2
+
+    asyncio.run(main())
+
+
+def test_http_client_reconnects_after_the_server_closed_an_idle_connection():
+    async def main():
+        with BrokenPeer() as peer:
+            async with asyncio.timeout(LIMIT), HttpTransport(peer.url) as transport:
+                assert (await transport.request(call_tool("close_after", 1)))["id"] == 1
+                assert (await transport.request(call_tool("echo", 2)))["id"] == 2
+            assert peer.connections == 2
+
+    asyncio.run(main())
+
+
+def test_http_client_keeps_one_connection_alive():
+    async def main():
+        with BrokenPeer() as peer:
+            async with asyncio.timeout(LIMIT), HttpTransport(peer.url) as transport:
+                for i in range(4):
+                    assert (await transport.request(call_tool("echo", i)))["id"] == i
+            assert peer.connections == 1
+
+    asyncio.run(main())
+
+
+def test_http_broken_connection_fails_only_its_request():
+    async def main():
+        with BrokenPeer() as peer:
+            async with (
+                asyncio.timeout(LIMIT),
+                HttpTransport(peer.url, max_connections=2) as transport,
+            ):
+                broken, ok = await asyncio.gather(
+                    transport.request(call_tool("break", 1)),
+                    transport.request(call_tool("echo", 2)),
+                    return_exceptions=True,
+                )
+                assert isinstance(broken, ConnectionError)
+                assert ok["id"] == 2
+                assert (await transport.request(call_tool("echo", 3)))["id"] == 3
+
+    asyncio.run(main())
+
+
+# -- stdio ---------------------------------------------------------------------------------
+
+
+def run_stdio(test):
+    async def main():
+        async with (
+            asyncio.timeout(LIMIT),
+            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"]) as transport,
+        ):
+            await test(transport)
+
+    asyncio.run(main())
+
+
+def test_stdio_loopback_round_trip():
+    async def body(transport):
+        assert text_of(await transport.request(call_tool("echo", 1, text="hi"))) == "hi"
+        first = await transport.request(call_tool("confirm", 2, path="b"))
+        assert first["result"]["resultType"] == "input_required"
+
+    run_stdio(body)
+
+
+def test_stdio_requests_interleave_and_route_by_id():
+    async def body(transport):
+        async with asyncio.TaskGroup() as group:
+            waiting = group.create_task(transport.request(call_tool("gate_wait", "w")))
+            assert text_of(await transport.request(call_tool("gate_open", "o"))) == "open"
+        assert waiting.result()["id"] == "w"
+
+    run_stdio(body)
+
+
+def test_stdio_cancelled_request_sends_cancel_and_the_transport_keeps_working():
+    async def main():
+        async with (
+            asyncio.timeout(LIMIT),
+            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"]) as transport,
+        ):
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await transport.request(call_tool("gate_wait", 1))
+            assert text_of(await transport.request(call_tool("echo", 2, text="x"))) == "x"
+        assert transport.process.returncode == 0  # the handler was cancelled: clean EOF exit
+
+    asyncio.run(main())
+
+
+class _Collect:
+    """Stands for stdout: keeps what the server writes."""
+
+    def __init__(self):
+        self.data = b""
+
+    def write(self, data):
+        self.data += data
+
+    async def drain(self):
+        pass
+
+
+def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
+    async def main():
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        stdin = asyncio.StreamReader()
+        stdin.feed_data(encode_line(call_tool("gate_wait", 1)) + encode_line(cancel))
+        stdin.feed_eof()
+        stdout = _Collect()
+        async with asyncio.timeout(LIMIT):
+            await serve_stdio(make_app(asyncio.Event()), stdin=stdin, stdout=stdout)
+        assert stdout.data == b""
+
+    asyncio.run(main())
+
+
+def test_stdio_crash_fails_in_flight_requests_with_a_typed_error():
+    async def body(transport):
+        waiting, crashed = await asyncio.gather(
+            transport.request(call_tool("gate_wait", 1)),
+            transport.request(call_tool("crash", 2)),
+            return_exceptions=True,
+        )
+        assert isinstance(waiting, ServerExitedError)
+        assert isinstance(crashed, ServerExitedError) and crashed.returncode == 3
+        with pytest.raises(ServerExitedError):
+            await transport.request(call_tool("echo", 3, text="x"))
+
+    run_stdio(body)
+
+
+def test_stdio_close_ends_the_process():
+    async def main():
+        async with (
+            asyncio.timeout(LIMIT),
+            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"]) as transport,
+        ):
+            assert text_of(await transport.request(call_tool("echo", 1, text="x"))) == "x"
+        assert transport.process.returncode == 0
+
+    asyncio.run(main())

@@ -1,0 +1,401 @@
+"""HttpClientConnection: request headers, JSON and SSE answers, statuses, keep-alive."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import h11
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from wire_helpers import call_tool, request, serve
+
+from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
+from mrtr_core.http import (
+    NEED_DATA,
+    Endpoint,
+    HttpClientConfig,
+    HttpClientConnection,
+    HttpServerConnection,
+    HttpStatusError,
+    NotificationAccepted,
+    NotificationReceived,
+    ResponseReceived,
+    ServerDisconnectedError,
+    encode_sse_event,
+    parse_url,
+)
+
+ENDPOINT = parse_url("http://127.0.0.1:8123/mcp")
+
+
+def sent_request(message, **kw):
+    """The request a client sends, as a server-side h11 sees it."""
+    client = HttpClientConnection(ENDPOINT, **kw)
+    data = client.send_request(message)
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(data)
+    req = server.next_event()
+    body = server.next_event()
+    headers = {k.decode(): v.decode() for k, v in req.headers}
+    return req, headers, json.loads(body.data)
+
+
+def response_bytes(status: int, content_type: str | None, body: bytes, extra: str = "") -> bytes:
+    head = f"HTTP/1.1 {status} X\r\n"
+    if content_type is not None:
+        head += f"Content-Type: {content_type}\r\n"
+    head += f"Content-Length: {len(body)}\r\n{extra}\r\n"
+    return head.encode() + body
+
+
+def sse_bytes(status: int, body: bytes) -> bytes:
+    chunk = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    head = (
+        f"HTTP/1.1 {status} OK\r\nContent-Type: text/event-stream\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n"
+    )
+    return head.encode() + chunk
+
+
+def events_for(client: HttpClientConnection, data: bytes):
+    client.receive_data(data)
+    out = []
+    while True:
+        event = client.next_event()
+        if event is NEED_DATA:
+            return out
+        out.append(event)
+        if isinstance(event, ResponseReceived | NotificationAccepted):
+            return out
+
+
+# -- building requests --------------------------------------------------------------------------
+
+
+def test_request_carries_every_required_header():
+    req, headers, body = sent_request(call_tool("deploy", 3, version="1.2"))
+    assert req.method == b"POST" and req.target == b"/mcp"
+    assert headers["host"] == "127.0.0.1:8123"
+    assert headers["accept"] == "application/json, text/event-stream"
+    assert headers["content-type"] == "application/json"
+    assert headers["mcp-protocol-version"] == "2026-07-28"
+    assert headers["mcp-method"] == "tools/call"
+    assert headers["mcp-name"] == "deploy"
+    assert body == call_tool("deploy", 3, version="1.2")
+
+
+def test_resources_read_mirrors_the_uri():
+    _, headers, _ = sent_request(request("resources/read", 1, uri="file:///a b.txt"))
+    assert headers["mcp-name"] == "file:///a b.txt"
+
+
+def test_methods_without_a_name_send_no_mcp_name():
+    _, headers, _ = sent_request(request("tools/list", 1))
+    assert "mcp-name" not in headers
+
+
+@pytest.mark.parametrize(
+    "name", ["café", " padded ", "line1\nline2", "=?base64?literal?=", "tab\t"]
+)
+def test_unsafe_names_travel_base64_encoded(name):
+    _, headers, _ = sent_request(call_tool(name, 1))
+    value = headers["mcp-name"]
+    assert value.startswith("=?base64?") and value.endswith("?=")
+    assert base64.b64decode(value[9:-2]).decode() == name
+
+
+def test_extra_headers_from_config():
+    _, headers, _ = sent_request(
+        call_tool(), config=HttpClientConfig(headers=(("Authorization", "Bearer t"),))
+    )
+    assert headers["authorization"] == "Bearer t"
+
+
+def test_sending_a_response_or_batch_is_refused():
+    client = HttpClientConnection(ENDPOINT)
+    with pytest.raises(LocalProtocolError):
+        client.send_request({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+
+def test_second_request_while_busy_is_refused():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    assert not client.ready
+    with pytest.raises(LocalProtocolError):
+        client.send_request(call_tool())
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "port", "target"),
+    [
+        ("http://127.0.0.1:8000/mcp", "127.0.0.1", 8000, "/mcp"),
+        ("http://localhost/mcp?x=1", "localhost", 80, "/mcp?x=1"),
+        ("https://example.com", "example.com", 443, "/"),
+        ("http://[::1]:9/m", "::1", 9, "/m"),
+    ],
+)
+def test_parse_url(url, host, port, target):
+    endpoint = parse_url(url)
+    assert (endpoint.host, endpoint.port, endpoint.target) == (host, port, target)
+
+
+def test_authority_brackets_ipv6_and_omits_default_ports():
+    assert parse_url("http://[::1]:9/m").authority == "[::1]:9"
+    assert parse_url("https://example.com/").authority == "example.com"
+
+
+@pytest.mark.parametrize("url", ["ftp://x/y", "127.0.0.1:80/mcp", "http:///mcp", "http://h:bad/"])
+def test_bad_urls_are_refused(url):
+    with pytest.raises(LocalProtocolError):
+        parse_url(url)
+
+
+# -- reading answers ------------------------------------------------------------------------------
+
+
+def test_json_response_is_returned_with_its_status():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 4))
+    body = json.dumps({"jsonrpc": "2.0", "id": 4, "result": {"ok": True}}).encode()
+    [event] = events_for(client, response_bytes(200, "application/json", body))
+    assert event == ResponseReceived(
+        message={"jsonrpc": "2.0", "id": 4, "result": {"ok": True}}, status=200
+    )
+    assert client.ready
+
+
+def test_json_rpc_error_with_4xx_is_returned_as_the_response():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 4))
+    error = {"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "bad"}}
+    [event] = events_for(
+        client, response_bytes(400, "application/json", json.dumps(error).encode())
+    )
+    assert isinstance(event, ResponseReceived)
+    assert (event.status, event.message) == (400, error)
+
+
+def test_error_without_id_is_the_answer_to_this_request():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 4))
+    error = {"jsonrpc": "2.0", "error": {"code": -32600, "message": "forbidden origin"}}
+    [event] = events_for(
+        client, response_bytes(403, "application/json", json.dumps(error).encode())
+    )
+    assert event.status == 403
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "body"),
+    [
+        (404, "text/plain", b"Not Found"),
+        (502, "text/html", b"<h1>bad gateway</h1>"),
+        (400, "application/json", b'{"detail": "legacy"}'),
+        (500, None, b""),
+    ],
+)
+def test_http_error_without_json_rpc_body_is_a_typed_error(status, content_type, body):
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, response_bytes(status, content_type, body))
+    assert info.value.status == status
+    assert info.value.body == body[:512]
+    assert not client.ready
+
+
+def test_success_with_unexpected_content_type_is_a_protocol_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    with pytest.raises(RemoteProtocolError, match="Content-Type"):
+        events_for(client, response_bytes(200, "text/html", b"<html/>"))
+
+
+def test_response_for_another_id_is_a_protocol_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 4))
+    body = json.dumps({"jsonrpc": "2.0", "id": 5, "result": {}}).encode()
+    with pytest.raises(RemoteProtocolError, match="does not match"):
+        events_for(client, response_bytes(200, "application/json", body))
+
+
+def test_invalid_json_success_body_is_a_protocol_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    with pytest.raises(RemoteProtocolError):
+        events_for(client, response_bytes(200, "application/json", b"{nope"))
+
+
+def test_oversize_json_body_is_refused():
+    client = HttpClientConnection(ENDPOINT, HttpClientConfig(max_response_bytes=50))
+    client.send_request(call_tool("echo", 1))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"x": "y" * 100}}).encode()
+    with pytest.raises(RemoteProtocolError, match="limit"):
+        events_for(client, response_bytes(200, "application/json", body))
+
+
+def test_notification_gets_accepted():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request({"jsonrpc": "2.0", "method": "notifications/cancelled"})
+    [event] = events_for(client, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+    assert event == NotificationAccepted(status=202)
+    assert client.ready
+
+
+def test_server_closing_before_any_byte_is_a_disconnect_without_response():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    client.receive_data(b"")
+    with pytest.raises(ServerDisconnectedError) as info:
+        client.next_event()
+    assert info.value.response_started is False
+    assert isinstance(info.value, ConnectionError)
+
+
+def test_server_closing_mid_response_is_a_disconnect_after_start():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    client.receive_data(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
+    client.receive_data(b"")
+    with pytest.raises(ServerDisconnectedError) as info:
+        while client.next_event() is not NEED_DATA:
+            pass
+    assert info.value.response_started is True
+
+
+def test_malformed_http_is_a_protocol_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    with pytest.raises(RemoteProtocolError):
+        events_for(client, b"SPDY/9 what\r\n\r\n")
+
+
+def test_next_event_without_a_request_is_refused():
+    with pytest.raises(LocalProtocolError):
+        HttpClientConnection(ENDPOINT).next_event()
+
+
+def test_connection_close_response_makes_the_connection_not_reusable():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
+    events_for(client, response_bytes(200, "application/json", body, "Connection: close\r\n"))
+    assert not client.ready
+
+
+# -- event streams ---------------------------------------------------------------------------
+
+PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+FINAL = {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "resultType": "complete"}}
+
+
+def stream_body(*messages, prefix=b": keep-alive\n\n") -> bytes:
+    return prefix + b"".join(encode_sse_event(json.dumps(m)) for m in messages)
+
+
+def test_event_stream_gives_notifications_then_the_response():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    client.receive_data(sse_bytes(200, stream_body(PROGRESS, FINAL)))
+    assert client.next_event() == NotificationReceived(message=PROGRESS)
+    assert client.next_event() == ResponseReceived(message=FINAL, status=200)
+    assert client.ready  # the stream's end was already buffered: keep-alive
+
+
+def test_event_stream_response_for_another_id_is_skipped():
+    other = {**FINAL, "id": 99}
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    events = events_for(client, sse_bytes(200, stream_body(other, FINAL)))
+    assert events == [ResponseReceived(message=FINAL, status=200)]
+
+
+def test_event_stream_ending_without_the_response_is_a_protocol_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    with pytest.raises(RemoteProtocolError, match="without the response"):
+        events_for(client, sse_bytes(200, stream_body(PROGRESS)))
+
+
+def test_event_stream_left_open_after_the_response_is_not_reused():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    body = stream_body(FINAL)
+    events = events_for(client, head + f"{len(body):x}\r\n".encode() + body + b"\r\n")
+    assert events == [ResponseReceived(message=FINAL, status=200)]
+    assert not client.ready
+
+
+def test_event_stream_over_the_total_limit_is_refused():
+    config = HttpClientConfig(max_stream_bytes=200)
+    client = HttpClientConnection(ENDPOINT, config)
+    client.send_request(call_tool("echo", 1))
+    with pytest.raises(RemoteProtocolError):
+        events_for(client, sse_bytes(200, stream_body(*[PROGRESS] * 10, FINAL)))
+
+
+def test_event_stream_with_a_request_from_the_server_is_a_protocol_error():
+    server_request = {"jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": {}}
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    with pytest.raises(RemoteProtocolError, match="must not send requests"):
+        events_for(client, sse_bytes(200, stream_body(server_request, FINAL)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_event_stream_parses_the_same_however_the_bytes_are_split(data):
+    wire = sse_bytes(200, stream_body(PROGRESS, PROGRESS, FINAL).replace(b"\n", b"\r\n"))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=12)))
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    got = []
+    for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+        if a == b:
+            continue  # b"" would mean EOF
+        client.receive_data(wire[a:b])
+        while not (got and isinstance(got[-1], ResponseReceived)):
+            event = client.next_event()
+            if event is NEED_DATA:
+                break
+            got.append(event)
+    assert got == [
+        NotificationReceived(message=PROGRESS),
+        NotificationReceived(message=PROGRESS),
+        ResponseReceived(message=FINAL, status=200),
+    ]
+
+
+# -- paired with the server connection ------------------------------------------------------------
+
+
+def test_keep_alive_reuses_one_connection_for_many_requests():
+    client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
+    for i in range(4):
+        exchange = serve(server, client.send_request(call_tool("echo", i)))
+        [event] = events_for(client, exchange.out)
+        assert event.message["id"] == i
+        assert client.ready
+
+
+def test_server_rejection_reaches_the_client_as_a_response():
+    client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
+    data = client.send_request(call_tool("echo", 1)).replace(b"Mcp-Name: echo", b"Mcp-Name: ohce")
+    [event] = events_for(client, serve(server, data).out)
+    assert event.status == 400 and event.message["error"]["code"] == -32020
+
+
+def test_every_client_error_is_an_mrtr_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    with pytest.raises(MrtrError):
+        events_for(client, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+
+
+def test_endpoint_is_a_plain_value():
+    assert Endpoint(scheme="http", host="h", port=1, target="/") == parse_url("http://h:1/")

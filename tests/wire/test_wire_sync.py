@@ -1,0 +1,304 @@
+"""The sync adapter on real sockets and processes: HTTP client <-> server, stdio."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from mrtr_sync.http_client import HttpTransport
+from mrtr_sync.http_server import serve_http
+from mrtr_sync.stdio_client import StdioTransport
+from mrtr_sync.stdio_server import serve_stdio
+from wire_app import make_app
+from wire_helpers import RawClient, call_tool, request
+from wire_peer import BrokenPeer
+
+from mrtr_core.http import HttpStatusError
+from mrtr_core.state import MemoryReplayGuard
+from mrtr_core.stdio import ServerExitedError, encode_line
+
+SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
+TIMEOUT = 10.0  # generous: only a broken test ever waits this long
+
+
+@pytest.fixture
+def gate():
+    return threading.Event()
+
+
+@pytest.fixture
+def server(gate):
+    srv = serve_http(
+        make_app(gate),
+        "127.0.0.1",
+        0,
+        guard=MemoryReplayGuard(),
+        read_timeout=2.0,
+        idle_timeout=5.0,
+    )
+    yield srv
+    gate.set()
+    srv.shutdown()
+
+
+def text_of(response):
+    return response["result"]["content"][0]["text"]
+
+
+def test_http_loopback_mrtr_round_trip(server):
+    with HttpTransport(server.url) as transport:
+        first = transport.request(call_tool("confirm", 1, path="a.txt"), timeout=TIMEOUT)
+        result = first["result"]
+        assert result["resultType"] == "input_required"
+        retry = call_tool("confirm", 2, path="a.txt")
+        retry["params"]["inputResponses"] = {
+            "ok": {"action": "accept", "content": {"confirm": True}}
+        }
+        retry["params"]["requestState"] = result.get("requestState")
+        if retry["params"]["requestState"] is None:
+            del retry["params"]["requestState"]
+        second = transport.request(retry, timeout=TIMEOUT)
+        assert text_of(second) == "deleted a.txt"
+
+
+def test_http_client_keeps_one_connection_alive():
+    with BrokenPeer() as peer, HttpTransport(peer.url) as transport:
+        for i in range(5):
+            assert transport.request(call_tool("echo", i), timeout=TIMEOUT)["id"] == i
+        assert peer.connections == 1
+
+
+def test_http_server_answers_many_requests_on_one_socket(server):
+    client = RawClient()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as sock:
+        for i in range(3):
+            sock.sendall(client.post(call_tool("echo", i, text=str(i))))
+            got = []
+            while not got:
+                got = client.read(sock.recv(65536))
+            assert got[0].json()["id"] == i
+
+
+def test_http_error_statuses_reach_the_client(server):
+    with HttpTransport(server.url) as transport:
+        unknown = transport.request(request("nope/nothing", 1), timeout=TIMEOUT)
+        assert unknown["error"]["code"] == -32601
+        bad_version = call_tool("echo", 2, text="x")
+        bad_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
+        assert transport.request(bad_version, timeout=TIMEOUT)["error"]["code"] == -32022
+
+
+def test_http_wrong_path_is_a_typed_status_error(server):
+    with (
+        HttpTransport(server.url.replace("/mcp", "/other")) as transport,
+        pytest.raises(HttpStatusError) as info,
+    ):
+        transport.request(call_tool("echo", 1, text="x"), timeout=TIMEOUT)
+    assert info.value.status == 404
+
+
+def test_http_server_serves_connections_concurrently(server, gate):
+    with HttpTransport(server.url) as transport:
+        results = {}
+        waiter = threading.Thread(
+            target=lambda: results.setdefault(
+                "wait", transport.request(call_tool("gate_wait", 1), timeout=TIMEOUT)
+            )
+        )
+        waiter.start()
+        opened = transport.request(call_tool("gate_open", 2), timeout=TIMEOUT)
+        waiter.join(TIMEOUT)
+        assert text_of(opened) == "open"
+        assert text_of(results["wait"]) == "opened"
+
+
+def test_http_server_times_out_a_stalled_client(gate):
+    srv = serve_http(make_app(gate), "127.0.0.1", 0, read_timeout=0.3)
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            data = b""
+            while chunk := sock.recv(4096):
+                data += chunk
+        assert data.startswith(b"HTTP/1.1 408 ")
+    finally:
+        srv.shutdown()
+
+
+def test_http_server_drops_a_silent_idle_connection(gate):
+    srv = serve_http(make_app(gate), "127.0.0.1", 0, idle_timeout=0.2)
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as sock:
+            assert sock.recv(4096) == b""
+    finally:
+        srv.shutdown()
+
+
+def test_http_broken_client_connection_leaves_others_served(server, gate):
+    victim = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
+    victim.sendall(b'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{"jsonrpc"')
+    victim.close()
+    with HttpTransport(server.url) as transport:
+        assert text_of(transport.request(call_tool("echo", 1, text="ok"), timeout=TIMEOUT)) == "ok"
+
+
+def test_http_client_timeout_raises_timeout_error(server):
+    with HttpTransport(server.url) as transport, pytest.raises(TimeoutError):
+        transport.request(call_tool("gate_wait", 1), timeout=0.2)
+
+
+def test_http_client_reconnects_after_the_server_closed_an_idle_connection():
+    with BrokenPeer() as peer, HttpTransport(peer.url) as transport:
+        assert transport.request(call_tool("close_after", 1), timeout=TIMEOUT)["id"] == 1
+        assert transport.request(call_tool("echo", 2), timeout=TIMEOUT)["id"] == 2
+        assert peer.connections == 2
+
+
+def test_http_broken_connection_fails_only_its_request():
+    with BrokenPeer() as peer, HttpTransport(peer.url, max_connections=2) as transport:
+        results: dict[str, object] = {}
+
+        def call(name, rid):
+            try:
+                results[name] = transport.request(call_tool(name, rid), timeout=TIMEOUT)
+            except Exception as exc:
+                results[name] = exc
+
+        threads = [threading.Thread(target=call, args=a) for a in [("break", 1), ("echo", 2)]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(TIMEOUT)
+        assert isinstance(results["break"], ConnectionError)
+        assert results["echo"]["id"] == 2
+        assert transport.request(call_tool("echo", 3), timeout=TIMEOUT)["id"] == 3
+
+
+def test_http_client_times_out_a_stalled_server():
+    with BrokenPeer() as peer, HttpTransport(peer.url) as transport:
+        with pytest.raises(TimeoutError):
+            transport.request(call_tool("stall", 1), timeout=0.2)
+        assert transport.request(call_tool("echo", 2), timeout=TIMEOUT)["id"] == 2
+
+
+# -- stdio ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stdio():
+    transport = StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"])
+    yield transport
+    transport.close()
+
+
+def test_stdio_loopback_round_trip(stdio):
+    assert text_of(stdio.request(call_tool("echo", 1, text="hi"), timeout=TIMEOUT)) == "hi"
+    first = stdio.request(call_tool("confirm", 2, path="b"), timeout=TIMEOUT)
+    assert first["result"]["resultType"] == "input_required"
+
+
+def test_stdio_requests_interleave_and_route_by_id(stdio):
+    results = {}
+    waiter = threading.Thread(
+        target=lambda: results.setdefault(
+            "w", stdio.request(call_tool("gate_wait", "w"), timeout=TIMEOUT)
+        )
+    )
+    waiter.start()
+    assert text_of(stdio.request(call_tool("gate_open", "o"), timeout=TIMEOUT)) == "open"
+    waiter.join(TIMEOUT)
+    assert results["w"]["id"] == "w"
+
+
+def test_stdio_bad_line_gets_parse_error_response(stdio):
+    stdio._stdin.write(b"{not json\n")
+    stdio._stdin.flush()
+    assert (
+        text_of(stdio.request(call_tool("echo", 1, text="still fine"), timeout=TIMEOUT))
+        == "still fine"
+    )
+
+
+def test_stdio_crash_fails_in_flight_requests_with_a_typed_error(stdio):
+    results = {}
+    waiter = threading.Thread(
+        target=lambda: results.setdefault("w", _try(stdio, call_tool("gate_wait", 1)))
+    )
+    waiter.start()
+    with pytest.raises(ServerExitedError) as info:
+        stdio.request(call_tool("crash", 2), timeout=TIMEOUT)
+    waiter.join(TIMEOUT)
+    assert isinstance(results["w"], ServerExitedError)
+    assert info.value.returncode == 3
+    with pytest.raises(ServerExitedError):
+        stdio.request(call_tool("echo", 3, text="x"), timeout=TIMEOUT)
+
+
+def test_stdio_timeout_sends_cancel_and_the_transport_keeps_working(stdio):
+    with pytest.raises(TimeoutError):
+        stdio.request(call_tool("gate_wait", 1), timeout=0.2)
+    assert text_of(stdio.request(call_tool("echo", 3, text="x"), timeout=TIMEOUT)) == "x"
+    stdio.close()
+    assert stdio.process.returncode == 0  # exited on EOF without waiting for the cancelled one
+
+
+def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    stdin = io.BytesIO(encode_line(call_tool("gate_wait", 1)) + encode_line(cancel))
+    stdout = io.BytesIO()
+    serve_stdio(make_app(threading.Event()), stdin=stdin, stdout=stdout)
+    assert stdout.getvalue() == b""
+
+
+def test_stdio_server_answers_in_process_streams():
+    stdin = io.BytesIO(encode_line(call_tool("echo", 1, text="a")) + b"[]\n")
+    stdout = io.BytesIO()
+    serve_stdio(make_app(), stdin=stdin, stdout=stdout)
+    lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert sorted(line.get("id", 0) for line in lines) == [0, 1]
+    assert {line.get("error", {}).get("code") for line in lines} == {None, -32600}
+
+
+def test_stdio_close_ends_the_process(stdio):
+    stdio.close()
+    assert stdio.process.returncode == 0
+
+
+def _try(transport, message):
+    try:
+        return transport.request(message, timeout=TIMEOUT)
+    except Exception as exc:
+        return exc
+
+
+def test_http_param_headers_flow_from_tools_list_to_tools_call():
+    app = make_app()
+
+    @app.tool(
+        description="Echo the region.",
+        input_schema={
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "required": ["region"],
+        },
+    )
+    def where(ctx, region: str) -> str:
+        return region
+
+    srv = serve_http(app, "127.0.0.1", 0)
+    try:
+        with HttpTransport(srv.url) as fresh:
+            refused = fresh.request(call_tool("where", 1, region="eu"), timeout=TIMEOUT)
+            assert refused["error"]["code"] == -32020  # the value is in the body, no header
+        with HttpTransport(srv.url) as transport:
+            listed = transport.request(request("tools/list", 2), timeout=TIMEOUT)
+            assert "where" in [tool["name"] for tool in listed["result"]["tools"]]
+            answered = transport.request(call_tool("where", 3, region="Zürich"), timeout=TIMEOUT)
+            assert text_of(answered) == "Zürich"
+    finally:
+        srv.shutdown()

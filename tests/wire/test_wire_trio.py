@@ -1,0 +1,305 @@
+"""The trio adapter on real sockets and processes: HTTP client <-> server, stdio.
+
+Real sockets cannot run on a virtual clock, so these tests use trio's real clock with short
+timeouts where a timeout is the behaviour under test, and assert on outcomes only.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from mrtr_trio.http_client import HttpTransport
+from mrtr_trio.http_server import serve_http
+from mrtr_trio.stdio_client import open_stdio_transport
+from mrtr_trio.stdio_server import serve_stdio
+from wire_app import make_app
+from wire_helpers import RawClient, call_tool, request
+from wire_peer import BrokenPeer
+
+from mrtr_core.http import HttpStatusError
+from mrtr_core.server import Context
+from mrtr_core.state import MemoryReplayGuard
+from mrtr_core.stdio import ServerExitedError, encode_line
+
+SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
+LIMIT = 10.0  # generous: only a broken test ever waits this long
+
+
+def text_of(response):
+    return response["result"]["content"][0]["text"]
+
+
+def run(test):
+    """Run an async test body with a served app: ``test(url, gate, nursery)``."""
+
+    async def main():
+        gate = trio.Event()
+        app = make_app(gate)
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(
+                    functools.partial(serve_http, app, "127.0.0.1", 0, guard=MemoryReplayGuard())
+                )
+                await test(f"http://127.0.0.1:{port}/mcp", gate, nursery)
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_http_loopback_mrtr_round_trip():
+    async def body(url, gate, nursery):
+        async with HttpTransport(url) as transport:
+            first = await transport.request(call_tool("confirm", 1, path="a"))
+            result = first["result"]
+            assert result["resultType"] == "input_required"
+            retry = call_tool("confirm", 2, path="a")
+            retry["params"]["inputResponses"] = {
+                "ok": {"action": "accept", "content": {"confirm": True}}
+            }
+            if "requestState" in result:
+                retry["params"]["requestState"] = result["requestState"]
+            assert text_of(await transport.request(retry)) == "deleted a"
+
+    run(body)
+
+
+def test_http_error_codes_reach_the_client():
+    async def body(url, gate, nursery):
+        async with HttpTransport(url) as transport:
+            response = await transport.request(request("nope/nothing", 1))
+            assert response["error"]["code"] == -32601
+
+    run(body)
+
+
+def test_http_wrong_path_is_a_typed_status_error():
+    async def body(url, gate, nursery):
+        async with HttpTransport(url.replace("/mcp", "/x")) as transport:
+            with pytest.raises(HttpStatusError) as info:
+                await transport.request(call_tool("echo", 1, text="x"))
+            assert info.value.status == 404
+
+    run(body)
+
+
+def test_http_concurrent_requests_use_several_connections():
+    async def body(url, gate, nursery):
+        results = {}
+        async with HttpTransport(url, max_connections=2) as transport:
+
+            async def wait():
+                results["wait"] = await transport.request(call_tool("gate_wait", 1))
+
+            async with trio.open_nursery() as inner:
+                inner.start_soon(wait)
+                results["open"] = await transport.request(call_tool("gate_open", 2))
+        assert text_of(results["wait"]) == "opened"
+        assert text_of(results["open"]) == "open"
+
+    run(body)
+
+
+def test_http_server_times_out_a_stalled_client():
+    async def main():
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                functools.partial(serve_http, make_app(), "127.0.0.1", 0, read_timeout=0.3)
+            )
+            with trio.fail_after(LIMIT):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(
+                    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{"
+                )
+                data = b""
+                while chunk := await stream.receive_some(4096):
+                    data += chunk
+            assert data.startswith(b"HTTP/1.1 408 ")
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_http_client_closing_the_connection_cancels_the_handler():
+    async def main():
+        started, cancelled = trio.Event(), trio.Event()
+        app = make_app()
+
+        @app.tool(description="Hold until cancelled.")
+        async def hold(ctx: Context) -> str:
+            started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                cancelled.set()
+
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(functools.partial(serve_http, app, "127.0.0.1", 0))
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                await stream.send_all(
+                    RawClient()
+                    .post(call_tool("hold", 1))
+                    .replace(b"Mcp-Name: echo", b"Mcp-Name: hold")
+                )
+                await started.wait()
+                await stream.aclose()
+                await cancelled.wait()
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_http_client_cancel_scope_times_out_a_stalled_server():
+    async def main():
+        with BrokenPeer() as peer, trio.fail_after(LIMIT):
+            async with HttpTransport(peer.url) as transport:
+                with pytest.raises(trio.TooSlowError), trio.fail_after(0.2):
+                    await transport.request(call_tool("stall", 1))
+                assert (await transport.request(call_tool("echo", 2)))["id"] == 2
+
+    trio.run(main)
+
+
+def test_http_client_reconnects_after_the_server_closed_an_idle_connection():
+    async def main():
+        with BrokenPeer() as peer, trio.fail_after(LIMIT):
+            async with HttpTransport(peer.url) as transport:
+                assert (await transport.request(call_tool("close_after", 1)))["id"] == 1
+                assert (await transport.request(call_tool("echo", 2)))["id"] == 2
+            assert peer.connections == 2
+
+    trio.run(main)
+
+
+def test_http_client_keeps_one_connection_alive():
+    async def main():
+        with BrokenPeer() as peer, trio.fail_after(LIMIT):
+            async with HttpTransport(peer.url) as transport:
+                for i in range(4):
+                    assert (await transport.request(call_tool("echo", i)))["id"] == i
+            assert peer.connections == 1
+
+    trio.run(main)
+
+
+def test_http_broken_connection_fails_only_its_request():
+    async def main():
+        results = {}
+        with BrokenPeer() as peer, trio.fail_after(LIMIT):
+            async with HttpTransport(peer.url, max_connections=2) as transport:
+
+                async def call(name, rid):
+                    try:
+                        results[name] = await transport.request(call_tool(name, rid))
+                    except Exception as exc:
+                        results[name] = exc
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(call, "break", 1)
+                    nursery.start_soon(call, "echo", 2)
+                assert (await transport.request(call_tool("echo", 3)))["id"] == 3
+        assert isinstance(results["break"], ConnectionError | trio.BrokenResourceError)
+        assert results["echo"]["id"] == 2
+
+    trio.run(main)
+
+
+# -- stdio ---------------------------------------------------------------------------------
+
+
+def run_stdio(test):
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+                await test(transport)
+
+    trio.run(main)
+
+
+def test_stdio_loopback_round_trip():
+    async def body(transport):
+        assert text_of(await transport.request(call_tool("echo", 1, text="hi"))) == "hi"
+        first = await transport.request(call_tool("confirm", 2, path="b"))
+        assert first["result"]["resultType"] == "input_required"
+
+    run_stdio(body)
+
+
+def test_stdio_requests_interleave_and_route_by_id():
+    async def body(transport):
+        results = {}
+
+        async def wait():
+            results["w"] = await transport.request(call_tool("gate_wait", "w"))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            assert text_of(await transport.request(call_tool("gate_open", "o"))) == "open"
+        assert results["w"]["id"] == "w"
+
+    run_stdio(body)
+
+
+def test_stdio_cancelled_request_sends_cancel_and_the_transport_keeps_working():
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+                with trio.move_on_after(0.2) as scope:
+                    await transport.request(call_tool("gate_wait", 1))
+                assert scope.cancelled_caught
+                assert text_of(await transport.request(call_tool("echo", 2, text="x"))) == "x"
+            assert transport.process.returncode == 0  # the handler was cancelled: clean EOF exit
+
+    trio.run(main)
+
+
+def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
+    async def main():
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        to_server, stdin = trio.testing.memory_stream_one_way_pair()
+        stdout, from_server = trio.testing.memory_stream_one_way_pair()
+        with trio.fail_after(LIMIT):
+            await to_server.send_all(encode_line(call_tool("gate_wait", 1)) + encode_line(cancel))
+            await to_server.aclose()
+            await serve_stdio(make_app(trio.Event()), stdin=stdin, stdout=stdout)
+            await stdout.aclose()
+            assert await from_server.receive_some() == b""
+
+    trio.run(main)
+
+
+def test_stdio_crash_fails_in_flight_requests_with_a_typed_error():
+    async def body(transport):
+        results = {}
+
+        async def wait():
+            try:
+                results["w"] = await transport.request(call_tool("gate_wait", 1))
+            except ServerExitedError as exc:
+                results["w"] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            with pytest.raises(ServerExitedError) as info:
+                await transport.request(call_tool("crash", 2))
+        assert isinstance(results["w"], ServerExitedError)
+        assert info.value.returncode == 3
+        with pytest.raises(ServerExitedError):
+            await transport.request(call_tool("echo", 3, text="x"))
+
+    run_stdio(body)
+
+
+def test_stdio_close_ends_the_process():
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+                assert text_of(await transport.request(call_tool("echo", 1, text="x"))) == "x"
+            assert transport.process.returncode == 0
+
+    trio.run(main)

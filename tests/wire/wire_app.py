@@ -1,0 +1,61 @@
+"""The app the wire loopback tests serve: a plain tool, an MRTR tool, and a gate.
+
+``gate_wait`` blocks until ``gate_open`` is called (on any connection): it shows that requests
+interleave and that a stalled request does not hold up the others. The gate is a runtime
+primitive passed in by the test (``threading.Event``, ``trio.Event``, ``asyncio.Event``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable
+from typing import Any
+
+from mrtr_core.app import App
+from mrtr_core.server import Context, accepted, content, form
+from mrtr_core.state import KeyRing, StateCodec
+
+KEY = b"wire-tests-key-0123456789abcdef!"
+
+
+def make_app(gate: Any = None, *, seed: int = 7) -> App:
+    """The test app; ``gate`` has ``set()`` and ``wait()`` (sync or async)."""
+    codec = StateCodec(
+        KeyRing({"k": KEY}, active="k"), audience="wire", nonce=random.Random(seed).randbytes
+    )
+    app = App("wire", "1.0", codec=codec)
+
+    @app.tool(description="Echo the text back.")
+    def echo(ctx: Context, text: str) -> str:
+        return text
+
+    @app.tool(description="Ask for a confirmation, then report it.")
+    def confirm(ctx: Context, path: str) -> str:
+        answer = ctx.ask("ok", form(f"Delete {path}?", confirm=bool))
+        got = content(answer) if accepted(answer) else None
+        return f"deleted {path}" if got and got.get("confirm") else f"kept {path}"
+
+    if gate is not None:
+        waiter: Callable[[], Any] = gate.wait
+
+        if inspect.iscoroutinefunction(waiter):
+
+            @app.tool(description="Wait until gate_open is called.")
+            async def gate_wait(ctx: Context) -> str:
+                await waiter()
+                return "opened"
+
+        else:
+
+            @app.tool(description="Wait until gate_open is called.")
+            def gate_wait(ctx: Context) -> str:
+                waiter()
+                return "opened"
+
+        @app.tool(description="Open the gate.")
+        def gate_open(ctx: Context) -> str:
+            gate.set()
+            return "open"
+
+    return app
