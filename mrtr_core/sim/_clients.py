@@ -1,0 +1,367 @@
+"""The client side of a run: flows started, commands carried out, outcomes judged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from mrtr_core.client import (
+    CancelHandlers,
+    CancelRequested,
+    ClientFlow,
+    Complete,
+    Fail,
+    FlowState,
+    HandlerFailed,
+    HandlerReturned,
+    InputNeeded,
+    InvokeHandler,
+    ResponseReceived,
+    RoundFulfilled,
+    RoundStarted,
+    SendRequest,
+    TimerFired,
+)
+from mrtr_core.client.commands import ClientCommand, RequestId
+from mrtr_core.client.events import ClientEvent
+from mrtr_core.errors import FlowDeadlineError, LegTimeoutError, MrtrError
+from mrtr_core.sim import invariants as inv
+from mrtr_core.sim._state import EPS, Flow, Leg, RunState, outcome_label
+from mrtr_core.sim.hostile import HOSTILE_SERVER_ERRORS, HOSTILE_SERVERS
+from mrtr_core.sim.mutations import StaleIds
+from mrtr_core.sim.transcript import describe_message, short_token
+from mrtr_core.sim.workload import FULL_CAPABILITIES, KINDS_ALL
+from mrtr_core.wire.models import (
+    CreateMessageRequest,
+    ElicitFormRequest,
+    ElicitResult,
+    Implementation,
+    InputRequest,
+    JsonObject,
+    ListRootsRequest,
+    RequestMeta,
+)
+
+__all__ = ["ClientSide"]
+
+_MISBEHAVIOURS: Final = ("fail", "slow", "abort")
+_MISBEHAVIOURS_FORM: Final = ("fail", "slow", "abort", "decline", "cancel")
+_META: Final = RequestMeta(
+    client_capabilities=FULL_CAPABILITIES,
+    client_info=Implementation(name="mrtr-sim-client", version="1.0"),
+)
+
+
+class ClientSide(RunState):
+    """Runs the real :class:`~mrtr_core.client.ClientFlow` for every operation."""
+
+    def _start(self, index: int) -> None:
+        prng = self.root.fork(f"flow-{index}")
+        operation = self.workload.operation(index, prng)
+        client = self.clients[prng.below(len(self.clients))]
+        flow = Flow(index, operation, client, prng, self.root.fork(f"net-{index}"))
+        self.live[index] = flow
+        if operation.single_use:
+            self.single_use_targets.add((operation.method, operation.target))
+        faults = self.faults
+        # Every decision is drawn whether or not its fault is on, so that turning one off
+        # leaves the other draws where they were (the shrinker relies on it).
+        hostile_server = prng.chance(faults.hostile_server)
+        behaviour = prng.choice(HOSTILE_SERVERS)
+        hostile_client = prng.chance(faults.hostile_client)
+        rotate = prng.chance(faults.rotate)
+        if hostile_server:
+            flow.hostile = behaviour
+            self.counters.hostile_flows += 1
+        elif hostile_client:
+            flow.probing = True
+        if rotate:
+            self._rotate()
+        next_id: Callable[[], RequestId] = client.next_id
+        if self.mutations.reuse_request_id:
+            next_id = StaleIds(client.next_id)
+        flow.flow = ClientFlow(
+            operation.method,
+            operation.params,
+            meta=_META,
+            handled_kinds=KINDS_ALL,
+            next_id=next_id,
+            limits=self.limits,
+            random=self.root.fork(f"jitter-{index}"),
+        )
+        flow.started = self.sched.now
+        where = f" to hostile server ({flow.hostile})" if flow.hostile else ""
+        probing = " with hostile probes" if flow.probing else ""
+        self._note(flow.op, client.principal,
+                   f"start {operation.method} {operation.target}{where}{probing}")
+        try:
+            commands = flow.flow.start(self.sched.now)
+        except Exception as exc:
+            self._client_raised(flow, exc)
+            return
+        self._apply(flow, commands)
+
+    def _feed(self, flow: Flow, event: ClientEvent) -> None:
+        assert flow.flow is not None
+        try:
+            commands = flow.flow.handle(event, self.sched.now)
+        except Exception as exc:
+            self._client_raised(flow, exc)
+            return
+        self._apply(flow, commands)
+
+    def _client_raised(self, flow: Flow, exc: Exception) -> None:
+        self._violate(inv.TYPED_OUTCOME, flow.op, f"the client flow raised {exc!r}")
+        flow.done = True
+        self.outcomes["crashed: client flow raised"] += 1
+        self._release(flow)
+
+    def _release(self, flow: Flow) -> None:
+        """A flow ended: drop what only a live flow needs (keeps a long run's memory flat)."""
+        self.live.pop(flow.index, None)
+        pending = flow.client.pending
+        for request_id in flow.ids:
+            if pending.get(request_id) is flow:
+                del pending[request_id]  # a late response is now simply stale
+        flow.ids = []
+        flow.flow = None
+        flow.answers = {}
+        flow.last_leg = None
+
+    def _apply(self, flow: Flow, commands: list[ClientCommand]) -> None:
+        for command in commands:
+            kind = type(command)
+            if kind is SendRequest:
+                assert isinstance(command, SendRequest)
+                self._send(flow, command)
+            elif kind is InvokeHandler:
+                assert isinstance(command, InvokeHandler)
+                self._invoke(flow, command)
+            elif kind is CancelHandlers:
+                assert isinstance(command, CancelHandlers)
+                flow.handlers.difference_update(command.keys)
+                self._note(flow.op, flow.client.principal, f"cancel handlers {command.keys}")
+            elif kind is Complete:
+                assert isinstance(command, Complete)
+                self._end(flow, command.result, None)
+            elif kind is Fail:
+                assert isinstance(command, Fail)
+                self._end(flow, None, command.error)
+            elif kind is RoundStarted:
+                assert isinstance(command, RoundStarted)
+                if command.state_only:
+                    self._check_pacing(flow)
+            elif kind is InputNeeded or kind is RoundFulfilled:
+                pass
+            else:  # pragma: no cover - a new command the simulator does not know
+                self._violate(inv.TYPED_OUTCOME, flow.op, f"unknown command {command!r}")
+        if flow.done:
+            self._release(flow)
+        else:
+            assert flow.flow is not None
+            deadline = flow.flow.deadline
+            if deadline is not None and deadline != flow.timer_at:
+                flow.timer_at = deadline
+                self.sched.at(deadline, self._timer, flow)
+
+    def _timer(self, flow: Flow) -> None:
+        if flow.done or flow.flow is None:
+            return
+        deadline = flow.flow.deadline
+        if deadline is None or self.sched.now < deadline:
+            return
+        flow.timer_at = None
+        self._feed(flow, TimerFired())
+
+    def _check_pacing(self, flow: Flow) -> None:
+        # digest §2.4 and mrtr_core.client.pacing: base = initial * 2**(streak-1), capped;
+        # a jittered delay lies in [base * (1 - jitter), base].
+        limits = self.limits
+        if flow.state_only_at is None:
+            self._violate(inv.PACING, flow.op, "a state-only retry without a state-only result")
+            return
+        gap = self.sched.now - flow.state_only_at
+        base = min(limits.pacing_initial * 2.0 ** max(flow.streak - 1, 0), limits.pacing_max)
+        low = base * (1.0 - limits.pacing_jitter)
+        if not low - EPS <= gap <= base + EPS:
+            self._violate(inv.PACING, flow.op,
+                          f"state-only retry {flow.streak} after {gap:.6f} s; expected "
+                          f"[{low:.6f}, {base:.6f}]")
+
+    def _send(self, flow: Flow, command: SendRequest) -> None:
+        client = flow.client
+        request_id = command.request_id
+        message = command.message
+        if request_id in client.used:
+            self._violate(inv.FRESH_IDS, flow.op,
+                          f"request id {request_id!r} was used before on {client.principal}")
+        client.used.add(request_id)
+        params = message.get("params") or {}
+        state = params.get("requestState")
+        if flow.legs and state != flow.expected_state:
+            self._violate(inv.STATE_ECHO, flow.op,
+                          f"sent state {short_token(state)}, the server gave "
+                          f"{short_token(flow.expected_state)}")
+        answers = params.get("inputResponses")
+        keys = tuple(answers) if isinstance(answers, dict) else ()
+        if flow.legs and keys != flow.expected_keys:
+            self._violate(inv.STATE_ECHO, flow.op,
+                          f"answered {list(keys)}, the server asked {list(flow.expected_keys)}")
+        if isinstance(answers, dict):
+            flow.answers.update(answers)
+        flow.legs += 1
+        flow.sent_at = self.sched.now
+        self.counters.legs += 1
+        client.pending[request_id] = flow
+        flow.ids.append(request_id)
+        leg = Leg(flow, message, client.principal, None, self.sched.now, flow.net)
+        flow.last_leg = leg
+        if self.transcript is not None:
+            self._note(flow.op, client.principal, f"send {describe_message(message)}")
+        if flow.hostile is not None:
+            self._transmit(leg, self._at_hostile, leg, "request")
+        else:
+            self._transmit(leg, self._at_balancer, leg, "request")
+
+    def _invoke(self, flow: Flow, command: InvokeHandler) -> None:
+        prng = flow.prng
+        timing = self.timing
+        key = command.key
+        request = command.request
+        event: ClientEvent = HandlerReturned(key=key, answer=self.workload.answer(
+            flow.operation, key, request))
+        # Every decision is drawn whether or not its fault is on (see _start).
+        think = prng.uniform(*self._think(request))
+        misbehave = prng.chance(self.faults.handler)
+        choices = _MISBEHAVIOURS_FORM if isinstance(request, ElicitFormRequest) else _MISBEHAVIOURS
+        misbehaviour = choices[prng.below(len(choices))]
+        slow = prng.uniform(*timing.slow_think)
+        expire = prng.chance(self.faults.expire)
+        expire_think = timing.state_ttl + 2 * timing.state_skew + prng.uniform(1.0, 10.0)
+        what = "answers"
+        if flow.hostile is None and misbehave:
+            what = misbehaviour
+            if what == "decline":
+                event = HandlerReturned(key=key, answer=ElicitResult(action="decline"))
+            elif what == "cancel":
+                event = HandlerReturned(key=key, answer=ElicitResult(action="cancel"))
+            elif what == "fail":
+                event = HandlerFailed(key=key, error=RuntimeError(f"{flow.op}: handler failed"))
+                flow.touched.append("handler failed")
+            elif what == "slow":
+                think = slow
+                flow.touched.append("handler too slow")
+            else:
+                flow.touched.append("caller gave up")
+                self.sched.after(think / 2, self._abort, flow)
+        if flow.hostile is None and expire:
+            # The person thinks longer than the state lives: it expires in flight.
+            think = expire_think
+            flow.touched.append("state expired in flight")
+            what = f"{what} after {think:.1f} s (state expires)"
+        flow.handlers.add(key)
+        if self.transcript is not None:
+            self._note(flow.op, flow.client.principal, f"handler {key} {request.method}: {what}")
+        self.sched.after(think, self._handler_done, (flow, key, event))
+
+    def _think(self, request: InputRequest) -> tuple[float, float]:
+        if isinstance(request, CreateMessageRequest):
+            return self.timing.sample_think
+        if isinstance(request, ListRootsRequest):
+            return self.timing.roots_think
+        return self.timing.think
+
+    def _handler_done(self, item: tuple[Flow, str, ClientEvent]) -> None:
+        flow, key, event = item
+        if flow.done or key not in flow.handlers:
+            return  # cancelled: its outcome is dropped
+        flow.handlers.discard(key)
+        self._feed(flow, event)
+
+    def _abort(self, flow: Flow) -> None:
+        if flow.done:
+            return
+        self._note(flow.op, flow.client.principal, "caller cancels the flow")
+        self._feed(flow, CancelRequested(reason="the caller gave up"))
+
+    def _end(self, flow: Flow, result: JsonObject | None, error: MrtrError | None) -> None:
+        flow.done = True
+        now = self.sched.now
+        limits = self.limits
+        op = flow.op
+        if result is not None:
+            label = "completed (isError)" if result.get("isError") else "completed"
+            self._note(op, flow.client.principal, f"{label} after {flow.legs} legs")
+        else:
+            assert error is not None
+            label = outcome_label(error)
+            self._note(op, flow.client.principal, f"{label}: {error}")
+        if flow.hostile is not None:
+            label = f"{label} [hostile server: {flow.hostile}]"
+        self.outcomes[label] += 1
+        if flow.legs > limits.max_rounds:
+            self._violate(inv.ROUND_LIMIT, op,
+                          f"{flow.legs} legs; max_rounds is {limits.max_rounds}")
+        budget = limits.flow_timeout
+        if budget is not None and now - flow.started > budget + EPS:
+            self._violate(inv.TIME_LIMIT, op,
+                          f"ended {now - flow.started:.6f} s after it started; budget {budget}")
+        if isinstance(error, LegTimeoutError) and limits.leg_timeout is not None:
+            waited = now - flow.sent_at
+            if abs(waited - limits.leg_timeout) > EPS:
+                self._violate(inv.TIME_LIMIT, op,
+                              f"leg timed out after {waited:.6f} s; leg_timeout is "
+                              f"{limits.leg_timeout}")
+        if flow.hostile is not None:
+            expected = HOSTILE_SERVER_ERRORS[flow.hostile]
+            if result is not None:
+                self._violate(inv.PEER_CONTRACT, op,
+                              f"completed against the hostile {flow.hostile} server")
+            elif not isinstance(error, expected) and not (
+                flow.touched and isinstance(error, LegTimeoutError | FlowDeadlineError)
+            ):
+                self._violate(inv.PEER_CONTRACT, op,
+                              f"hostile {flow.hostile} server ended the flow with {error!r}; "
+                              f"expected {' or '.join(e.__name__ for e in expected)}")
+            return
+        if result is not None:
+            problem = self.workload.check(flow.operation, result, flow.answers)
+            if problem:
+                self._violate(inv.ISOLATION, op, problem)
+        elif not flow.touched:
+            self._violate(inv.LIVENESS, op, f"no fault touched it, yet it failed: {error!r}")
+
+    def _at_client(self, item: tuple[Leg, JsonObject]) -> None:
+        leg, message = item
+        flow = leg.flow
+        if leg.probe is not None:
+            self._probe_answered(leg, message)
+            return
+        request_id: RequestId = message.get("id")  # type: ignore[assignment]
+        target = flow.client.pending.get(request_id)  # a connection routes responses by id
+        if target is None or target.done or target.flow is None or (
+            target.last_leg is None or target.last_leg.request_id != request_id
+        ) or target.flow.state is not FlowState.AWAITING_RESPONSE:
+            self.counters.stale += 1
+            if self.transcript is not None:
+                self._note(flow.op, flow.client.principal, f"stale {describe_message(message)}")
+            return
+        flow = target
+        if self.transcript is not None:
+            self._note(flow.op, flow.client.principal, f"recv {describe_message(message)}")
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            state = result.get("requestState")
+            flow.expected_state = state if isinstance(state, str) else None
+            requests = result.get("inputRequests")
+            flow.expected_keys = tuple(requests) if isinstance(requests, dict) else ()
+            if requests:
+                flow.streak = 0
+                flow.state_only_at = None
+            else:
+                flow.streak += 1
+                flow.state_only_at = self.sched.now
+            if (flow.probing and flow.hostile is None and isinstance(state, str)
+                    and flow.last_leg is not None):
+                self._probe(flow, flow.last_leg, state, flow.expected_keys)
+        self._feed(flow, ResponseReceived(message=message))

@@ -1,0 +1,100 @@
+"""Hostile client probes: misuses of a ``requestState`` sent next to an honest flow."""
+
+from __future__ import annotations
+
+from mrtr_core.sim import invariants as inv
+from mrtr_core.sim._state import Flow, Leg, RunState, binding_of, is_refusal
+from mrtr_core.sim.hostile import PROBES, malformed_answers, tamper
+from mrtr_core.sim.prng import Prng
+from mrtr_core.sim.transcript import describe_message
+from mrtr_core.wire.models import JsonObject
+
+__all__ = ["ProbeSide"]
+
+
+class ProbeSide(RunState):
+    """Sends the probes of :data:`~mrtr_core.sim.hostile.PROBES` and judges the answers."""
+
+    def _probe(self, flow: Flow, leg: Leg, state: str, keys: tuple[str, ...]) -> None:
+        """Send one hostile use of ``state`` (just received) next to the honest flow."""
+        # A stream of the probe's own: probes never shift the honest flow's draws.
+        prng = flow.prng.fork(f"probe-{flow.legs}")
+        kind = prng.choice(PROBES)
+        base = leg.message
+        params = {k: v for k, v in (base.get("params") or {}).items()
+                  if k not in ("inputResponses", "requestState")}
+        principal = flow.client.principal
+        delay = 0.0
+        previous = (base.get("params") or {}).get("requestState")
+        if kind in ("replay", "late_replay") and not isinstance(previous, str):
+            kind = "tamper"  # the first leg carried no state to replay
+        if kind == "tamper":
+            params["requestState"] = tamper(state, prng)
+        elif kind == "swap":
+            other = self.workload.operation(10_000_000 + flow.index, prng.fork("swap"))
+            params = {k: v for k, v in other.params.items()}
+            params["_meta"] = (base.get("params") or {}).get("_meta")
+            params["requestState"] = state
+            probe_msg = {"method": other.method, "params": params}
+            if binding_of(probe_msg, principal) == binding_of(base, principal):
+                return  # the workload has no other request to swap in
+            self._send_probe(flow, kind, other.method, params, principal, delay)
+            return
+        elif kind == "foreign":
+            params["requestState"] = state
+            principal = f"{principal}-intruder"
+        elif kind == "expired":
+            params["requestState"] = state
+            delay = self.timing.state_ttl + 2 * self.timing.state_skew + prng.uniform(0.5, 5.0)
+        elif kind == "malformed":
+            params["requestState"] = state
+            params["inputResponses"] = malformed_answers(list(keys), prng)
+        else:  # replay / late_replay: the previous leg again, verbatim but for its id
+            assert isinstance(previous, str)
+            params = dict(base.get("params") or {})
+            if kind == "late_replay":
+                info = self.issued.get(previous)
+                if info is None:
+                    return
+                edge = info.global_at + self.timing.state_ttl + self.timing.state_skew
+                early = prng.uniform(0.0, 2 * self.timing.state_skew)
+                delay = max(0.0, edge - self.sched.now - early)
+        self._send_probe(flow, kind, str(base.get("method")), params, principal, delay)
+
+    def _send_probe(self, flow: Flow, kind: str, method: str, params: JsonObject,
+                    principal: str, delay: float) -> None:
+        net = flow.prng.fork(f"probe-net-{flow.legs}")
+        if delay > 0:
+            self.sched.after(delay, self._send_probe_now,
+                             (flow, kind, method, params, principal, net))
+        else:
+            self._send_probe_now((flow, kind, method, params, principal, net))
+
+    def _send_probe_now(self, item: tuple[Flow, str, str, JsonObject, str, Prng]) -> None:
+        flow, kind, method, params, principal, net = item
+        client = flow.client
+        request_id = client.next_id()
+        client.used.add(request_id)
+        message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method,
+                               "params": params}
+        self.counters.probes += 1
+        leg = Leg(flow, message, principal, kind, self.sched.now, net)
+        if self.transcript is not None:
+            self._note(flow.op, principal, f"probe {kind}: {describe_message(message)}")
+        self._transmit(leg, self._at_balancer, leg, "probe")
+
+    def _probe_answered(self, leg: Leg, message: JsonObject) -> None:
+        flow = leg.flow
+        kind = leg.probe
+        refused = is_refusal(message)
+        if refused:
+            self.counters.probes_refused += 1
+        if self.transcript is not None:
+            self._note(flow.op, leg.principal,
+                       f"probe {kind} answered: {describe_message(message)}")
+        must_refuse = kind in ("tamper", "swap", "foreign", "expired", "malformed") or (
+            kind in ("replay", "late_replay") and flow.operation.single_use
+        )
+        if must_refuse and not refused:
+            self._violate(inv.PROBE_REFUSED, flow.op,
+                          f"{kind} probe was not refused: {describe_message(message)}")

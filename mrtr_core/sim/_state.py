@@ -1,0 +1,312 @@
+"""What one simulated run holds: the actors' records and the state every part shares.
+
+The run is split by side (clients, servers, probes), each a mixin over :class:`RunState`,
+which declares the shared state and carries the network between them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from mrtr_core.app import App
+from mrtr_core.client import ClientFlow, ClientLimits
+from mrtr_core.client.commands import RequestId
+from mrtr_core.errors import JsonRpcError
+from mrtr_core.sim.balancer import Balancer
+from mrtr_core.sim.clock import Scheduler
+from mrtr_core.sim.faults import Faults
+from mrtr_core.sim.mutations import Mutations
+from mrtr_core.sim.prng import Prng
+from mrtr_core.sim.report import Counters, Violation
+from mrtr_core.sim.timing import Timing
+from mrtr_core.sim.transcript import Transcript
+from mrtr_core.sim.workload import Effects, Operation, Workload
+from mrtr_core.state import KeyRing, StateCodec
+from mrtr_core.wire.models import JsonObject
+
+if TYPE_CHECKING:
+    from mrtr_core.sim.simulation import Simulation
+
+__all__ = [
+    "EPS",
+    "Client",
+    "Flow",
+    "Instance",
+    "Issued",
+    "Leg",
+    "RunState",
+    "binding_of",
+    "is_refusal",
+    "outcome_label",
+]
+
+EPS: Final = 1e-6
+"""Tolerance of time comparisons (virtual seconds)."""
+
+_FIELD: Final = 1.0 / 65536.0
+_HALF: Final = 1.0 / 4294967296.0
+
+
+class Client:
+    """One client connection: a principal, an id counter, and routing of responses by id."""
+
+    __slots__ = ("index", "next", "pending", "principal", "used")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.principal = f"user-{index}"
+        self.next = 0
+        self.pending: dict[RequestId, Flow] = {}
+        self.used: set[RequestId] = set()
+
+    def next_id(self) -> RequestId:
+        self.next += 1
+        return f"c{self.index}-{self.next}"
+
+
+class Instance:
+    """One server instance: its app, its clock skew, its key ring, up or down."""
+
+    __slots__ = ("app", "codec", "index", "name", "ring", "skew", "up")
+
+    def __init__(self, index: int, skew: float, ring: KeyRing, codec: StateCodec, app: App) -> None:
+        self.index = index
+        self.name = f"server-{index}"
+        self.skew = skew
+        self.ring = ring
+        self.codec = codec
+        self.app = app
+        self.up = True
+
+
+class Flow:
+    """One operation: the client flow and what the simulator knows about it."""
+
+    __slots__ = (
+        "answers",
+        "client",
+        "done",
+        "expected_keys",
+        "expected_state",
+        "flow",
+        "handlers",
+        "hostile",
+        "ids",
+        "index",
+        "last_leg",
+        "legs",
+        "net",
+        "op",
+        "operation",
+        "previous",
+        "prng",
+        "probing",
+        "sent_at",
+        "started",
+        "state_only_at",
+        "streak",
+        "timer_at",
+        "touched",
+    )
+
+    def __init__(self, index: int, operation: Operation, client: Client, prng: Prng,
+                 net: Prng) -> None:
+        self.index = index
+        self.op = operation.op
+        self.operation = operation
+        self.client = client
+        self.prng = prng
+        self.net = net
+        self.flow: ClientFlow | None = None
+        self.hostile: str | None = None
+        self.probing = False
+        self.started = 0.0
+        self.done = False
+        self.legs = 0
+        self.sent_at = 0.0
+        self.last_leg: Leg | None = None
+        self.ids: list[RequestId] = []
+        self.previous: int | None = None
+        self.timer_at: float | None = None
+        self.handlers: set[str] = set()
+        self.answers: dict[str, Any] = {}
+        self.expected_state: str | None = None
+        self.expected_keys: tuple[str, ...] = ()
+        self.state_only_at: float | None = None
+        self.streak = 0
+        self.touched: list[str] = []
+
+
+class Leg:
+    """One request on the wire (an honest leg or a probe) and its way back.
+
+    ``net`` is the stream its faults are drawn from: the flow's own for an honest leg, a
+    separate one for a probe, so that probes neither shift nor touch the honest flow.
+    """
+
+    __slots__ = ("flow", "message", "net", "principal", "probe", "request_id", "sent_at")
+
+    def __init__(self, flow: Flow, message: JsonObject, principal: str, probe: str | None,
+                 sent_at: float, net: Prng) -> None:
+        self.flow = flow
+        self.message = message
+        self.principal = principal
+        self.probe = probe
+        self.request_id = message.get("id")
+        self.sent_at = sent_at
+        self.net = net
+
+
+class Issued:
+    """What the simulator knows about a ``requestState`` a server issued."""
+
+    __slots__ = ("binding", "global_at", "iat", "kid", "op")
+
+    def __init__(self, binding: str, iat: float, global_at: float, kid: str, op: str) -> None:
+        self.binding = binding
+        self.iat = iat
+        self.global_at = global_at
+        self.kid = kid
+        self.op = op
+
+
+def binding_of(message: JsonObject, principal: str) -> str:
+    """The simulator's own view of what a request's state must be bound to (S11)."""
+    params = message.get("params") or {}
+    target = params.get("uri") if "uri" in params else params.get("name")
+    return json.dumps([message.get("method"), target, params.get("arguments") or {}, principal],
+                      sort_keys=True, separators=(",", ":"))
+
+
+def is_refusal(message: object) -> bool:
+    if not isinstance(message, dict):
+        return False
+    error = message.get("error")
+    return isinstance(error, dict) and error.get("code") == -32602
+
+
+def outcome_label(error: BaseException) -> str:
+    if isinstance(error, JsonRpcError):
+        return f"failed: {type(error).__name__} {error.code}"
+    return f"failed: {type(error).__name__}"
+
+
+class RunState:
+    """The state of one run, shared by its client, server and probe sides."""
+
+    sim: Simulation
+    workload: Workload
+    faults: Faults
+    timing: Timing
+    limits: ClientLimits
+    mutations: Mutations
+    root: Prng
+    sched: Scheduler
+    effects: Effects
+    guard: Any
+    codec_cls: type[StateCodec]
+    key_prng: Prng
+    nonce: Callable[[int], bytes]
+    counters: Counters
+    outcomes: Counter[str]
+    violations: list[Violation]
+    transcript: Transcript | None
+    issued: dict[str, Issued]
+    redeemed: set[str]
+    live: dict[int, Flow]
+    keys_made: int
+    rotating: bool
+    instances: list[Instance]
+    up: list[int]
+    balancer: Balancer
+    clients: list[Client]
+    single_use_targets: set[tuple[str, str]]
+
+    # --- implemented by the sides --------------------------------------------------------
+
+    def _at_balancer(self, leg: Leg) -> None:
+        raise NotImplementedError
+
+    def _at_hostile(self, leg: Leg) -> None:
+        raise NotImplementedError
+
+    def _at_client(self, item: tuple[Leg, JsonObject]) -> None:
+        raise NotImplementedError
+
+    def _probe(self, flow: Flow, leg: Leg, state: str, keys: tuple[str, ...]) -> None:
+        raise NotImplementedError
+
+    def _probe_answered(self, leg: Leg, message: JsonObject) -> None:
+        raise NotImplementedError
+
+    def _rotate(self) -> None:
+        raise NotImplementedError
+
+    # --- shared --------------------------------------------------------------------------
+
+    def _codec(self, ring: KeyRing) -> StateCodec:
+        return self.codec_cls(ring, audience="mrtr-sim", nonce=self.nonce,
+                              ttl=self.timing.state_ttl, skew=self.timing.state_skew)
+
+    def _build_app(self, codec: StateCodec) -> App:
+        return self.workload.build_app(codec, self.effects)
+
+    def _note(self, op: str, actor: str, text: str) -> None:
+        if self.transcript is not None:
+            self.transcript.add(self.sched.now, op, actor, text)
+
+    def _violate(self, invariant: str, op: str, detail: str) -> None:
+        self.violations.append(Violation(invariant=invariant, op=op, detail=detail,
+                                         time=self.sched.now))
+        self._note(op or "-", "CHECK", f"VIOLATION [{invariant}] {detail}")
+
+    def _transmit(self, leg: Leg, deliver: Callable[[Any], None], item: Any, what: str,
+                  extra: float = 0.0) -> None:
+        """Carry one message, through the faults, to ``deliver(item)``.
+
+        Three draws per message whatever the rates: the latency, one word whose four 16-bit
+        fields decide loss, duplication, delay and reordering independently, and one word
+        whose halves size the holds. Turning a fault off changes no other decision.
+        """
+        faults = self.faults
+        timing = self.timing
+        flow = leg.flow
+        net = leg.net
+        honest = leg.probe is None
+        counters = self.counters
+        counters.messages += 1
+        delay = extra + net.uniform(*timing.latency)
+        decide = net.next_u64()
+        size = net.next_u64()
+        if (decide & 0xFFFF) * _FIELD < faults.loss:
+            counters.lost += 1
+            if honest:
+                flow.touched.append(f"{what} lost")
+            self._note(flow.op, "net", f"{what} lost")
+            return
+        hold_a = (size & 0xFFFFFFFF) * _HALF
+        hold_b = (size >> 32) * _HALF
+        if ((decide >> 16) & 0xFFFF) * _FIELD < faults.duplicate:
+            counters.duplicated += 1
+            if honest:
+                flow.touched.append(f"{what} duplicated")
+            low, high = timing.reorder_hold
+            copy = delay + low + (high - low) * hold_a
+            self._note(flow.op, "net", f"{what} duplicated (copy +{copy:.6f} s)")
+            self.sched.after(copy, deliver, item)
+        if ((decide >> 32) & 0xFFFF) * _FIELD < faults.delay:
+            counters.delayed += 1
+            low, high = timing.long_delay
+            hold = low + (high - low) * hold_b
+            delay += hold
+            if honest:
+                flow.touched.append(f"{what} delayed")
+            self._note(flow.op, "net", f"{what} delayed by {hold:.6f} s")
+        elif (decide >> 48) * _FIELD < faults.reorder:
+            counters.reordered += 1
+            low, high = timing.reorder_hold
+            delay += low + (high - low) * hold_b
+        self.sched.after(delay, deliver, item)

@@ -1,0 +1,139 @@
+"""A pytest plugin: run your own app's handlers under the MRTR simulator.
+
+Enable it in your top-level ``conftest.py``::
+
+    pytest_plugins = ["mrtr_core.sim.pytest_plugin"]
+
+(or run ``pytest -p mrtr_core.sim.pytest_plugin``). Then use the ``mrtr_sim`` fixture::
+
+    def test_deploy_survives_a_hostile_network(mrtr_sim):
+        mrtr_sim.run(
+            app_factory=make_app,                          # codec -> App
+            operations=lambda index, prng: Operation(
+                op=f"op-{index}", method="tools/call",
+                params={"name": "deploy_production", "arguments": {"version": "1.2"}}),
+            flows=300, faults="all")
+
+``run`` returns the :class:`~mrtr_core.sim.Report`; when an invariant breaks it fails the
+test with the seed and the shortest transcript that shows the violation. The seed is drawn
+from the test's id unless given (``seed=`` or ``--mrtr-sim-seed``), so every run of a test is
+the same run; ``--mrtr-sim-flows`` and ``--mrtr-sim-faults`` override the test's own choice.
+
+This module imports pytest; ``mrtr_core.sim`` never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from mrtr_core.app import App
+from mrtr_core.sim.faults import Faults
+from mrtr_core.sim.prng import Prng, stream_key
+from mrtr_core.sim.report import Report
+from mrtr_core.sim.simulation import Simulation
+from mrtr_core.sim.workload import AppWorkload, Operation, Workload
+from mrtr_core.state import StateCodec
+from mrtr_core.wire.models import InputRequest, InputResponse, JsonObject
+
+__all__ = ["SimRunner", "mrtr_sim", "pytest_addoption", "pytest_report_header"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--mrtr-sim-seed``, ``--mrtr-sim-flows``, ``--mrtr-sim-faults``."""
+    group = parser.getgroup("mrtr-sim", "MRTR simulator")
+    group.addoption("--mrtr-sim-seed", type=int, default=None,
+                    help="seed of every mrtr_sim run (default: drawn from the test's id)")
+    group.addoption("--mrtr-sim-flows", type=int, default=None,
+                    help="flows of every mrtr_sim run (default: the test's own)")
+    group.addoption("--mrtr-sim-faults", default=None,
+                    help="faults of every mrtr_sim run: none | all | drawn:SEED | "
+                         "name=rate,... (default: the test's own)")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Name the forced seed, if any, in the session header."""
+    seed = config.getoption("mrtr_sim_seed")
+    return None if seed is None else f"mrtr-sim: seed={seed}"
+
+
+class SimRunner:
+    """What the ``mrtr_sim`` fixture gives a test: :meth:`run` a simulation of your app."""
+
+    def __init__(self, nodeid: str, seed: int | None, flows: int | None,
+                 faults: str | None) -> None:
+        self.default_seed = stream_key(nodeid) % 1_000_000_007 if seed is None else seed
+        self._forced_seed = seed
+        self._forced_flows = flows
+        self._forced_faults = faults
+        self.reports: list[Report] = []
+
+    def run(
+        self,
+        workload: Workload | None = None,
+        *,
+        app_factory: Callable[[StateCodec], App] | None = None,
+        operations: Callable[[int, Prng], Operation] | None = None,
+        answer: Callable[[Operation, str, InputRequest], InputResponse] | None = None,
+        check: Callable[[Operation, JsonObject, Mapping[str, Any]], str] | None = None,
+        flows: int = 200,
+        faults: Faults | str = "all",
+        seed: int | None = None,
+        expect_ok: bool = True,
+        **options: Any,
+    ) -> Report:
+        """Simulate ``flows`` operations of your app and check every invariant.
+
+        Args:
+            workload: A whole :class:`~mrtr_core.sim.Workload`; or give the parts:
+            app_factory: ``codec -> App`` (a fresh app per instance, restart and rotation).
+            operations: ``(index, prng) -> Operation``: what each client asks.
+            answer: ``(operation, key, request) -> answer`` (default: valid honest answers).
+            check: ``(operation, result, answers) -> problem`` ("" when the result is right).
+            flows: How many operations (``--mrtr-sim-flows`` overrides).
+            faults: A :class:`Faults` or its text form (``--mrtr-sim-faults`` overrides).
+            seed: The seed (``--mrtr-sim-seed`` overrides; default: from the test's id).
+            expect_ok: Fail the test when an invariant breaks (the default).
+            **options: More :class:`~mrtr_core.sim.Simulation` arguments (``instances``,
+                ``balancer``, ``clients``, ``timing``, ``mutations``, ...).
+        """
+        if workload is None:
+            if app_factory is None or operations is None:
+                raise TypeError("give a workload, or app_factory and operations")
+            workload = AppWorkload(app_factory=app_factory, operations=operations,
+                                   answer_fn=answer, check_fn=check)
+        if self._forced_seed is not None:
+            seed = self._forced_seed
+        elif seed is None:
+            seed = self.default_seed
+        if self._forced_flows is not None:
+            flows = self._forced_flows
+        chosen = self._forced_faults if self._forced_faults is not None else faults
+        report = Simulation(
+            seed,
+            flows=flows,
+            faults=Faults.parse(chosen) if isinstance(chosen, str) else chosen,
+            workload=workload,
+            **options,
+        ).run()
+        self.reports.append(report)
+        if expect_ok and not report.ok:
+            pytest.fail(
+                f"{report.summary()}\n\nre-run this test with --mrtr-sim-seed={seed}",
+                pytrace=False,
+            )
+        return report
+
+
+@pytest.fixture
+def mrtr_sim(request: pytest.FixtureRequest) -> SimRunner:
+    """Run your app under the MRTR simulator (see :class:`SimRunner`)."""
+    config = request.config
+    return SimRunner(
+        request.node.nodeid,
+        config.getoption("mrtr_sim_seed"),
+        config.getoption("mrtr_sim_flows"),
+        config.getoption("mrtr_sim_faults"),
+    )

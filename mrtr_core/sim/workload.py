@@ -1,0 +1,394 @@
+"""What the simulated clients ask for, how they answer, and how a result is judged.
+
+A :class:`Workload` builds the app every server instance runs, describes each operation a
+client starts, answers the app's input requests the way an honest client would, and checks
+the final result. :class:`ReferenceWorkload` is the built-in one: every operation carries
+its id (``op-17``) in its arguments, every answer carries the id of the operation it
+answers, and every handler echoes the answers it used in its result, so that a result
+holding a foreign id (or missing one of its own answers) shows a leak between operations.
+:class:`AppWorkload` runs a user's own app with generic checks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from mrtr_core.app import App
+from mrtr_core.server import Context, form, sample
+from mrtr_core.sim.prng import Prng
+from mrtr_core.state import StateCodec
+from mrtr_core.wire.models import (
+    ELICITATION_CREATE,
+    GET_PROMPT,
+    READ_RESOURCE,
+    ROOTS_LIST,
+    SAMPLING_CREATE_MESSAGE,
+    ClientCapabilities,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitationCapability,
+    ElicitFormRequest,
+    ElicitResult,
+    ElicitUrlRequest,
+    InputRequest,
+    InputResponse,
+    JsonObject,
+    ListRootsRequest,
+    ListRootsResult,
+    Root,
+    SamplingCapability,
+)
+
+__all__ = [
+    "FULL_CAPABILITIES",
+    "KINDS_ALL",
+    "AppWorkload",
+    "Effects",
+    "Operation",
+    "ReferenceWorkload",
+    "Workload",
+    "honest_answer",
+]
+
+FULL_CAPABILITIES = ClientCapabilities(
+    elicitation=ElicitationCapability(form={}),
+    sampling=SamplingCapability(),
+    roots={},
+)
+"""What a simulated client declares: form elicitation, sampling and roots (not URL mode)."""
+
+KINDS_ALL = frozenset({ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST})
+"""The input kinds a simulated client has handlers for."""
+
+_OP_MARK = re.compile(r"op-\d+")
+
+
+@attrs.frozen(kw_only=True)
+class Operation:
+    """One MRTR operation a simulated client starts.
+
+    Attributes:
+        op: The operation's id, e.g. ``"op-17"`` (also its flow's name in transcripts).
+        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
+        params: The params without ``_meta`` (``{"name": ..., "arguments": ...}`` or
+            ``{"uri": ...}``).
+        single_use: Whether the target is single-use (every state it seals redeems once).
+    """
+
+    op: str
+    method: str
+    params: JsonObject
+    single_use: bool = False
+
+    @property
+    def target(self) -> str:
+        """The tool or prompt name, or the resource URI."""
+        return str(self.params.get("uri") if self.method == READ_RESOURCE else self.params["name"])
+
+
+class Effects:
+    """The outside world's record of side effects: how often each ``(op, step)`` ran.
+
+    Handlers call :meth:`record` inside ``ctx.once``; a count above one means a single-use
+    step ran twice.
+    """
+
+    __slots__ = ("counts", "repeated")
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+        self.repeated: list[tuple[str, str, int]] = []
+
+    def record(self, op: str, step: str) -> int:
+        """Count one run of ``step`` for ``op``; returns how often it has run now."""
+        key = (op, step)
+        count = self.counts.get(key, 0) + 1
+        self.counts[key] = count
+        if count > 1:
+            self.repeated.append((op, step, count))
+        return count
+
+
+class Workload(Protocol):
+    """What the simulation needs to know about the app under test."""
+
+    @property
+    def name(self) -> str:
+        """Shown in summaries."""
+        ...
+
+    def build_app(self, codec: StateCodec, effects: Effects) -> App:
+        """A fresh app for one server instance (called at start, restart and rotation)."""
+        ...
+
+    def operation(self, index: int, prng: Prng) -> Operation:
+        """The ``index``-th operation (draw only from ``prng``: it is the flow's own)."""
+        ...
+
+    def answer(self, operation: Operation, key: str, request: InputRequest) -> InputResponse:
+        """What an honest client answers to ``request``."""
+        ...
+
+    def check(self, operation: Operation, result: JsonObject, answers: Mapping[str, Any]) -> str:
+        """Why ``result`` is wrong for this operation given the answers its client gave
+        (``""`` when it is right)."""
+        ...
+
+
+def _fill(schema: Mapping[str, Any], marker: str) -> dict[str, Any]:
+    """A value for every property of a flat elicitation schema; strings carry ``marker``."""
+    out: dict[str, Any] = {}
+    properties = schema.get("properties") or {}
+    for name, prop in properties.items():
+        if not isinstance(prop, Mapping):
+            continue
+        kind = prop.get("type")
+        if prop.get("enum"):
+            out[name] = prop["enum"][0]
+        elif prop.get("oneOf"):
+            out[name] = prop["oneOf"][0].get("const")
+        elif kind == "boolean":
+            out[name] = True
+        elif kind == "integer":
+            out[name] = int(prop.get("minimum", 1))
+        elif kind == "number":
+            out[name] = float(prop.get("minimum", 1.0))
+        elif kind == "array":
+            items = prop.get("items") or {}
+            options = items.get("enum") or [o.get("const") for o in items.get("anyOf", [])]
+            out[name] = list(options[:1])
+        else:
+            out[name] = marker
+    return out
+
+
+def honest_answer(op: str, key: str, request: InputRequest) -> InputResponse:
+    """A valid answer to any input request, every string in it marked ``op:key``."""
+    marker = f"{op}:{key}"
+    if isinstance(request, ElicitFormRequest):
+        return ElicitResult(action="accept", content=_fill(request.requested_schema, marker))
+    if isinstance(request, ElicitUrlRequest):
+        return ElicitResult(action="accept")
+    if isinstance(request, CreateMessageRequest):
+        return CreateMessageResult(
+            role="assistant", content={"type": "text", "text": marker}, model="sim-model"
+        )
+    if isinstance(request, ListRootsRequest):
+        return ListRootsResult(roots=[Root(uri=f"file:///{op}/{key}", name=marker)])
+    raise TypeError(f"no honest answer for {request!r}")
+
+
+def _answer_data(answer: Any) -> Any:
+    """What a handler echoes of an answer: its content, text or roots."""
+    if isinstance(answer, ElicitResult):
+        return {"action": answer.action, "content": answer.content}
+    if isinstance(answer, CreateMessageResult):
+        return {"text": answer.content.get("text") if isinstance(answer.content, dict) else None}
+    if isinstance(answer, ListRootsResult):
+        return {"roots": [r.uri for r in answer.roots]}
+    return None
+
+
+def _payload(method: str, result: JsonObject) -> Any:
+    """The echo a reference handler put in its result."""
+    if method == GET_PROMPT:
+        return json.loads(result["messages"][0]["content"]["text"])
+    if method == READ_RESOURCE:
+        return json.loads(result["contents"][0]["text"])
+    return result.get("structuredContent")
+
+
+def _marks(value: Any, out: set[str]) -> None:
+    if isinstance(value, str):
+        out.update(_OP_MARK.findall(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            _marks(item, out)
+    elif isinstance(value, list):
+        for item in value:
+            _marks(item, out)
+
+
+class ReferenceWorkload:
+    """Three kinds of operation over the three MRTR methods, each echoing its answers.
+
+    - ``deploy`` (``tools/call``, single-use): asks ``confirm``; then ``ticket`` (a form)
+      and ``summary`` (sampling) together; then runs its side effect once
+      (``ctx.once("charge")``) and completes. Declining ``confirm`` completes with
+      ``isError``. Three rounds.
+    - ``review`` (``prompts/get``): asks ``roots``, then ``approve``. Three rounds.
+    - ``report`` (``resources/read`` of ``sim://report/<op>``): sheds load with a state-only
+      round, then asks ``confirm``. Three rounds, one of them paced by the client.
+
+    Args:
+        mix: Weights of ``deploy``, ``review`` and ``report``.
+        app_factory: ``codec -> App``: another implementation of these three tools to run
+            under the same operations, answers and checks (its side effects are not
+            counted; single-use states still are).
+    """
+
+    name = "reference"
+
+    def __init__(
+        self,
+        mix: Sequence[float] = (0.6, 0.2, 0.2),
+        app_factory: Callable[[StateCodec], App] | None = None,
+    ) -> None:
+        self.mix = tuple(mix)
+        self.app_factory = app_factory
+
+    def build_app(self, codec: StateCodec, effects: Effects) -> App:
+        """The reference app (see the class docstring), or ``app_factory(codec)``."""
+        if self.app_factory is not None:
+            return self.app_factory(codec)
+        app = App("mrtr-sim", "1.0", codec=codec)
+
+        @app.tool(single_use=True)
+        def deploy(ctx: Context, op: str) -> Any:
+            """Deploy after a confirmation, a ticket and a summary; charge once."""
+            plan = ctx.memo("plan", lambda: {"op": op, "steps": 3})
+            confirm = ctx.ask("confirm", form(f"{op}: deploy?", note=str, ok=bool))
+            answers: dict[str, Any] = {"confirm": _answer_data(confirm)}
+            if confirm.action != "accept":
+                return {
+                    "content": [{"type": "text", "text": f"{op} {confirm.action}"}],
+                    "structuredContent": {"op": op, "outcome": confirm.action,
+                                          "answers": answers},
+                    "isError": True,
+                }
+            got = ctx.ask_all({
+                "ticket": form(f"{op}: change ticket", ticket=str),
+                "summary": sample(f"{op}: summarise {plan['steps']} steps", 64),
+            })
+            answers.update({key: _answer_data(value) for key, value in got.items()})
+            charged = ctx.once("charge", lambda: effects.record(op, "charge"))
+            return {"op": op, "outcome": "deployed", "charged": charged, "answers": answers}
+
+        @app.prompt()
+        def review(ctx: Context, op: str) -> Any:
+            """A review prompt built from the client's roots and an approval."""
+            got = ctx.ask("roots", ListRootsRequest())
+            approve = ctx.ask("approve", form(f"{op}: approve?", note=str))
+            answers = {"roots": _answer_data(got), "approve": _answer_data(approve)}
+            return [json.dumps({"op": op, "outcome": "reviewed", "answers": answers})]
+
+        @app.resource("sim://report/{op}")
+        def report(ctx: Context, uri: str, op: str) -> Any:
+            """A report that first sheds load (state-only round), then asks to confirm."""
+            if ctx.round == 1:
+                return ctx.input_required(state={"shed": op})
+            confirm = ctx.ask("confirm", form(f"{op}: publish report?", note=str))
+            answers = {"confirm": _answer_data(confirm)}
+            return json.dumps({"op": op, "outcome": "reported", "answers": answers})
+
+        return app
+
+    def operation(self, index: int, prng: Prng) -> Operation:
+        """Draw the kind of the ``index``-th operation."""
+        return self.make(prng.weighted(list(zip(self.KINDS, self.mix))), index)
+
+    KINDS = ("deploy", "review", "report")
+
+    def make(self, kind: str, index: int) -> Operation:
+        """The ``index``-th operation, of ``kind`` (one of :attr:`KINDS`)."""
+        op = f"op-{index}"
+        if kind == "deploy":
+            return Operation(op=op, method="tools/call", single_use=True,
+                             params={"name": "deploy", "arguments": {"op": op}})
+        if kind == "review":
+            return Operation(op=op, method=GET_PROMPT,
+                             params={"name": "review", "arguments": {"op": op}})
+        if kind == "report":
+            return Operation(op=op, method=READ_RESOURCE, params={"uri": f"sim://report/{op}"})
+        raise ValueError(f"unknown operation kind {kind!r}")
+
+    def answer(self, operation: Operation, key: str, request: InputRequest) -> InputResponse:
+        """Answer with values marked by the operation's id."""
+        return honest_answer(operation.op, key, request)
+
+    def check(self, operation: Operation, result: JsonObject, answers: Mapping[str, Any]) -> str:
+        """The result must echo this operation's id and every answer its client gave, and
+        hold no other operation's id."""
+        try:
+            payload = _payload(operation.method, result)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            return f"result does not have the reference shape ({type(exc).__name__}: {exc})"
+        if not isinstance(payload, dict) or payload.get("op") != operation.op:
+            return f"result is about {payload.get('op') if isinstance(payload, dict) else '?'}"
+        marks: set[str] = set()
+        _marks(payload, marks)
+        foreign = sorted(marks - {operation.op})
+        if foreign:
+            return f"result holds data of {', '.join(foreign)}"
+        echoed = payload.get("answers") or {}
+        missing = sorted(set(answers) - set(echoed))
+        if missing:
+            return f"result lacks the answers to {', '.join(missing)}"
+        for key, given in answers.items():
+            if key in echoed and not _same_answer(given, echoed[key]):
+                return f"answer {key!r} came back as {echoed[key]!r}, the client sent {given!r}"
+        return ""
+
+
+def _same_answer(given: Any, echoed: Any) -> bool:
+    """Whether the echo of an answer is the answer the client gave (wire form)."""
+    if not isinstance(given, dict) or not isinstance(echoed, dict):
+        return False
+    if "action" in given:
+        return bool(
+            echoed.get("action") == given["action"]
+            and (echoed.get("content") or None) == (given.get("content") or None)
+        )
+    if "roots" in given:
+        return bool(echoed.get("roots") == [r.get("uri") for r in given["roots"]])
+    if "content" in given:
+        content = given["content"]
+        return bool(isinstance(content, dict) and echoed.get("text") == content.get("text"))
+    return False
+
+
+@attrs.frozen(kw_only=True)
+class AppWorkload:
+    """A user's app under the simulator, with generic checks.
+
+    Attributes:
+        app_factory: ``codec -> App`` (called for every instance, restart and rotation).
+        operations: ``(index, prng) -> Operation``: what the ``index``-th client asks.
+        answer_fn: ``(operation, key, request) -> InputResponse``; defaults to
+            :func:`honest_answer`.
+        check_fn: ``(operation, result, answers) -> problem``; defaults to no check beyond
+            the simulator's own invariants.
+        name: Shown in summaries.
+    """
+
+    app_factory: Callable[[StateCodec], App]
+    operations: Callable[[int, Prng], Operation]
+    answer_fn: Callable[[Operation, str, InputRequest], InputResponse] | None = None
+    check_fn: Callable[[Operation, JsonObject, Mapping[str, Any]], str] | None = None
+    name: str = "app"
+
+    def build_app(self, codec: StateCodec, effects: Effects) -> App:
+        """Call the user's factory."""
+        return self.app_factory(codec)
+
+    def operation(self, index: int, prng: Prng) -> Operation:
+        """The user's ``index``-th operation."""
+        return self.operations(index, prng)
+
+    def answer(self, operation: Operation, key: str, request: InputRequest) -> InputResponse:
+        """The user's answer, or an honest one."""
+        if self.answer_fn is not None:
+            return self.answer_fn(operation, key, request)
+        return honest_answer(operation.op, key, request)
+
+    def check(self, operation: Operation, result: JsonObject, answers: Mapping[str, Any]) -> str:
+        """The user's check, if any."""
+        if self.check_fn is None:
+            return ""
+        return self.check_fn(operation, result, answers)
+

@@ -1,0 +1,98 @@
+"""The pytest plugin, as a user runs it: a project of their own, in a pytest of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+CONFTEST = 'pytest_plugins = ["mrtr_core.sim.pytest_plugin"]\n'
+
+USER_TESTS = r'''
+import re
+
+from mrtr_core.app import App
+from mrtr_core.server import form
+from mrtr_core.sim import Operation
+
+PLAN_CACHE = {}
+
+
+def good_app(codec):
+    app = App("deploy", "1.0", codec=codec)
+
+    @app.tool(single_use=True)
+    def deploy(ctx, version: str) -> str:
+        ticket = ctx.ask("ticket", form(f"Ticket for {version}?", ticket=str))
+        if ticket.action != "accept":
+            return f"not deployed {version}: {ticket.action}"
+        ctx.ask("confirm", form(f"Deploy {version}?", ok=bool))
+        return f"deployed {version} under {ticket.content['ticket']}"
+
+    return app
+
+
+def leaky_app(codec):
+    app = App("deploy", "1.0", codec=codec)
+
+    @app.tool()
+    def deploy(ctx, version: str) -> str:
+        plan = PLAN_CACHE.setdefault("plan", f"plan for {version}")  # shared by every operation
+        ctx.ask("confirm", form(f"Deploy {version}?", ok=bool))
+        return plan
+
+    return app
+
+
+def operations(index, prng):
+    return Operation(op=f"op-{index}", method="tools/call",
+                     params={"name": "deploy", "arguments": {"version": f"1.{index}"}})
+
+
+def names_its_version(operation, result, answers):
+    version = operation.params["arguments"]["version"]
+    text = result["content"][0]["text"]
+    return "" if re.search(rf"\b{re.escape(version)}\b", text) else f"result is {text!r}"
+
+
+def test_good_app_survives(mrtr_sim):
+    report = mrtr_sim.run(app_factory=good_app, operations=operations,
+                          check=names_its_version, flows=150, faults="all")
+    assert report.completed > 50
+
+
+def test_leaky_app_is_caught(mrtr_sim):
+    mrtr_sim.run(app_factory=leaky_app, operations=operations, check=names_its_version,
+                 flows=20, faults="none")
+'''
+
+
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (tmp_path / "test_user_app.py").write_text(USER_TESTS, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rN", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_plugin_runs_a_users_app_and_fails_a_leak_with_seed_and_transcript(
+    tmp_path: Path,
+) -> None:
+    done = _pytest(tmp_path, "-q")
+    assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
+    assert "test_leaky_app_is_caught" in done.stdout
+    assert "[isolation]" in done.stdout and "result is 'plan for 1.0'" in done.stdout
+    assert "shortest transcript:" in done.stdout
+    assert "re-run this test with --mrtr-sim-seed=" in done.stdout
+
+
+def test_plugin_seed_option_forces_the_seed(tmp_path: Path) -> None:
+    done = _pytest(tmp_path, "--mrtr-sim-seed=5", "-k", "leaky")
+    assert "mrtr-sim: seed=5" in done.stdout
+    assert "mrtr simulation: seed=5 flows=20" in done.stdout
+    again = _pytest(tmp_path, "-q", "--mrtr-sim-seed=5", "-k", "leaky")
+    def report(out: str) -> str:
+        start = out.index("mrtr simulation")
+        return out[start : out.index("re-run this test with --mrtr-sim-seed=5", start)]
+
+    assert report(done.stdout) == report(again.stdout)
