@@ -81,7 +81,9 @@ class OpenedState:
         token_id: The token's unique id (for a replay guard).
         issued_at: When it was sealed (the ``now`` given to :meth:`StateCodec.seal`).
         expires_at: ``issued_at + ttl``; the codec still accepts it for ``skew`` seconds
-            after that, so a replay guard should remember the id until ``expires_at + skew``.
+            after that on each instance's own clock, and instance clocks may differ by up
+            to ``skew`` too, so a replay guard should remember the id until
+            ``expires_at + 2 * skew`` (what the server engine asks of it).
         key_id: The ring key that sealed it.
         binding_digest: The sealed binding tag as base64url text (compare with
             :attr:`Binding.digest`); filled in by :meth:`StateCodec.inspect`.
