@@ -134,9 +134,15 @@ class Client(ClientBase[Handler]):
     async def resume(
         self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
     ) -> JsonObject:
-        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``)."""
-        flow = self.restore_flow(pending)
-        return await self._drive(flow, flow.answer(answers, _now()))
+        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
+
+        The wait for the answers counts against the flow's budget when ``pending`` was
+        raised on this event loop (the same clock); saved data carries the budget it had
+        left.
+        """
+        now = _now()
+        flow = self.restore_flow(pending, now, asyncio.get_running_loop())
+        return await self._drive(flow, flow.answer(answers, now))
 
     async def aclose(self) -> None:
         """Close the transport."""
@@ -179,7 +185,7 @@ class Client(ClientBase[Handler]):
                 elif isinstance(cmd, CancelHandlers):
                     await run.cancel(cmd.keys)
                 elif isinstance(cmd, AwaitAnswers):
-                    raise InputRequired(cmd.round, cmd.result, flow.to_data())
+                    raise self.input_required(cmd, flow, _now(), asyncio.get_running_loop())
                 elif isinstance(cmd, Complete):
                     return cmd.result
                 elif isinstance(cmd, Fail):

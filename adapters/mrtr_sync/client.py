@@ -143,9 +143,14 @@ class Client(ClientBase[Handler]):
     def resume(
         self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
     ) -> JsonObject:
-        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``)."""
-        flow = self.restore_flow(pending)
-        return self._drive(flow, flow.answer(answers, self.clock.now()))
+        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
+
+        The wait for the answers counts against the flow's budget when ``pending`` was
+        raised by a client on this clock; saved data carries the budget it had left.
+        """
+        now = self.clock.now()
+        flow = self.restore_flow(pending, now, self.clock)
+        return self._drive(flow, flow.answer(answers, now))
 
     def close(self) -> None:
         """Close the transport."""
@@ -174,7 +179,7 @@ class Client(ClientBase[Handler]):
                     elif isinstance(cmd, CancelHandlers):
                         run.cancel(cmd.keys)
                     elif isinstance(cmd, AwaitAnswers):
-                        raise InputRequired(cmd.round, cmd.result, flow.to_data())
+                        raise self.input_required(cmd, flow, self.clock.now(), self.clock)
                     elif isinstance(cmd, Complete):
                         return cmd.result
                     elif isinstance(cmd, Fail):

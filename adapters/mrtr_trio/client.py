@@ -136,9 +136,15 @@ class Client(ClientBase[Handler]):
     async def resume(
         self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
     ) -> JsonObject:
-        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``)."""
-        flow = self.restore_flow(pending)
-        return await self._drive(flow, flow.answer(answers, trio.current_time()))
+        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
+
+        The wait for the answers counts against the flow's budget when ``pending`` was
+        raised in this ``trio.run`` (the same clock); saved data carries the budget it had
+        left.
+        """
+        now = trio.current_time()
+        flow = self.restore_flow(pending, now, trio.lowlevel.current_clock())
+        return await self._drive(flow, flow.answer(answers, now))
 
     async def aclose(self) -> None:
         """Close the transport."""
@@ -180,7 +186,9 @@ class Client(ClientBase[Handler]):
                 elif isinstance(cmd, CancelHandlers):
                     await run.cancel(cmd.keys)
                 elif isinstance(cmd, AwaitAnswers):
-                    raise InputRequired(cmd.round, cmd.result, flow.to_data())
+                    raise self.input_required(
+                        cmd, flow, trio.current_time(), trio.lowlevel.current_clock()
+                    )
                 elif isinstance(cmd, Complete):
                     return cmd.result
                 elif isinstance(cmd, Fail):

@@ -30,6 +30,7 @@ from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.client.pacing import pacing_delay
 from mrtr_core.client.persist import FORMAT as SAVED_FLOW_FORMAT
+from mrtr_core.client.persist import SavedFlowVersionError
 from mrtr_core.client.retry import LegBuilder, answer_to_wire
 from mrtr_core.client.states import (
     ACCEPTS,
@@ -66,6 +67,7 @@ __all__ = [
     "ResponseReceived",
     "RoundFulfilled",
     "RoundStarted",
+    "SavedFlowVersionError",
     "SendRequest",
     "TimerFired",
     "Trigger",

@@ -16,7 +16,13 @@ from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 import attrs
 
-from mrtr_core.client.commands import ClientCommand, InputNeeded, RoundFulfilled, RoundStarted
+from mrtr_core.client.commands import (
+    AwaitAnswers,
+    ClientCommand,
+    InputNeeded,
+    RoundFulfilled,
+    RoundStarted,
+)
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.wire.models import (
@@ -151,21 +157,38 @@ class InputRequired(Exception):
     """Manual mode: the server needs input the caller will provide.
 
     Not an :class:`~mrtr_core.errors.MrtrError`: nothing failed. Answer it with the client's
-    ``resume(pending, answers)``; ``data`` is plain JSON, so the flow can be saved and resumed
-    later, by another client instance.
+    ``resume(pending, answers)``. ``data`` is plain JSON and independent of any clock, so
+    the flow can be stored and resumed later by another client instance, in another
+    process.
+
+    The time the flow waits for answers counts against its budget (``flow_timeout``)
+    whenever it can be measured: when this exception itself is resumed on the clock it was
+    raised on. Data restored elsewhere carries the budget that was left when it was saved.
 
     Attributes:
         round: The round that answered ``input_required``.
         result: That result (typed).
-        data: The saved flow (``ClientFlow.to_data()``).
+        data: The saved flow (``ClientFlow.to_data(saved_at)``).
+        saved_at: When ``data`` was saved, on the raising driver's clock.
+        clock: What identifies that clock (the driver decides; ``None``: unknown).
     """
 
-    def __init__(self, round: int, result: InputRequiredResult, data: JsonObject) -> None:
+    def __init__(
+        self,
+        round: int,
+        result: InputRequiredResult,
+        data: JsonObject,
+        *,
+        saved_at: float | None = None,
+        clock: object = None,
+    ) -> None:
         keys = ", ".join(sorted(result.input_requests or {})) or "none"
         super().__init__(f"round {round} needs input (keys: {keys})")
         self.round = round
         self.result = result
         self.data = data
+        self.saved_at = saved_at
+        self.clock = clock
 
     @property
     def input_requests(self) -> Mapping[str, InputRequest]:
@@ -241,6 +264,9 @@ class ClientBase(Generic[H]):
         self._random = random
         # The connection owns the ids; next() on a count is atomic under the GIL.
         self._ids = itertools.count(1)
+        # The last call's meta and handled kinds, and what they were derived from: calls
+        # with the same configuration share them (and so the flow's per-meta caches).
+        self._setup: tuple[tuple[Any, ...], RequestMeta, frozenset[str]] | None = None
 
     def on_elicitation(self, fn: H, *, form: bool = True, url: bool = False) -> H:
         """Register the ``elicitation/create`` handler and the modes to declare."""
@@ -267,28 +293,79 @@ class ClientBase(Generic[H]):
         """A new JSON-RPC id (never reused by this client)."""
         return next(self._ids)
 
+    def _call_setup(self, progress_token: str | int | None) -> tuple[RequestMeta, frozenset[str]]:
+        """The ``_meta`` of a call and the kinds it handles, as configured right now.
+
+        Reused while the configuration (handlers, modes, client info, base capabilities,
+        protocol version, progress token) stays the same.
+        """
+        h = self.handlers
+        key = (
+            h.elicitation is not None, h.elicitation_form, h.elicitation_url,
+            h.sampling is not None, h.roots is not None, self.protocol_version,
+            self.client_info, self._base_capabilities, type(progress_token), progress_token,
+        )
+        setup = self._setup
+        if setup is not None and len(setup[0]) == len(key) and all(
+            a is b or (type(a) is type(b) and a == b) for a, b in zip(setup[0], key)
+        ):
+            return setup[1], setup[2]
+        meta = RequestMeta(
+            protocol_version=self.protocol_version, client_capabilities=self.capabilities,
+            client_info=self.client_info, progress_token=progress_token,
+        )
+        kinds = h.handled_kinds
+        self._setup = (key, meta, kinds)
+        return meta, kinds
+
     def new_flow(
         self, method: str, params: Mapping[str, Any] | None, **options: Unpack[CallOptions]
     ) -> ClientFlow:
         """The flow of one call, with this client's meta and the call's limits."""
-        meta = RequestMeta(
-            protocol_version=self.protocol_version, client_capabilities=self.capabilities,
-            client_info=self.client_info, progress_token=options.get("progress_token"),
-        )
+        meta, kinds = self._call_setup(options.get("progress_token"))
         limits = call_limits(
             self.limits, limits=options.get("limits"), max_rounds=options.get("max_rounds"),
             timeout=options.get("timeout"),
         )
         auto = options.get("auto")
         return ClientFlow(
-            method, params or {}, meta=meta, handled_kinds=self.handlers.handled_kinds,
+            method, params or {}, meta=meta, handled_kinds=kinds,
             next_id=self.next_id, limits=limits, random=self._random,
             manual=not (self.auto if auto is None else auto),
         )
 
-    def restore_flow(self, pending: InputRequired | Mapping[str, Any]) -> ClientFlow:
-        """The flow saved in a manual-mode :class:`InputRequired` (or its ``data``)."""
+    def input_required(
+        self, cmd: AwaitAnswers, flow: ClientFlow, now: float, clock: object
+    ) -> InputRequired:
+        """The :class:`InputRequired` for a manual-mode round, its flow saved at ``now``.
+
+        ``clock`` identifies the driver's clock (an object that is the same exactly when
+        times are comparable), so that :meth:`restore_flow` can count the wait.
+        """
+        return InputRequired(
+            cmd.round, cmd.result, flow.to_data(now), saved_at=now, clock=clock
+        )
+
+    def restore_flow(
+        self, pending: InputRequired | Mapping[str, Any], now: float, clock: object = None
+    ) -> ClientFlow:
+        """The flow saved in a manual-mode :class:`InputRequired` (or its ``data``).
+
+        The saved timers are rebased onto the driver's clock at ``now``. An
+        :class:`InputRequired` raised on the same ``clock`` (not ``None``) is restored as of
+        its ``saved_at`` instead, so the time spent waiting for the answers counts against
+        the flow's budget.
+        """
         data = pending.data if isinstance(pending, InputRequired) else pending
+        at = now
+        if (
+            isinstance(pending, InputRequired)
+            and clock is not None
+            and pending.clock is clock
+            and pending.saved_at is not None
+            and pending.saved_at <= now
+        ):
+            at = pending.saved_at
         last = data.get("last_request_id")
 
         def next_id() -> int:
@@ -297,7 +374,7 @@ class ClientBase(Generic[H]):
             new = self.next_id()
             return self.next_id() if type(new) is type(last) and new == last else new
 
-        return ClientFlow.from_data(data, next_id=next_id, random=self._random)
+        return ClientFlow.from_data(data, now=at, next_id=next_id, random=self._random)
 
     def notify(self, cmd: ClientCommand) -> None:
         """Pass a round notice to ``on_event``."""

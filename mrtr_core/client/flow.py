@@ -23,7 +23,7 @@ sent: a user is never prompted, and no leg sent, once the budget is spent.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final, TypeAlias
 
 from mrtr_core.client.commands import (
     AwaitAnswers,
@@ -48,7 +48,12 @@ from mrtr_core.client.events import (
 )
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.client.pacing import pacing_delay
-from mrtr_core.client.persist import FlowSnapshot, snapshot_from_data, snapshot_to_data
+from mrtr_core.client.persist import (
+    SAVABLE_STATES,
+    FlowSnapshot,
+    snapshot_from_data,
+    snapshot_to_data,
+)
 from mrtr_core.client.retry import LegBuilder, answer_to_wire
 from mrtr_core.client.states import (
     ACCEPTS,
@@ -82,25 +87,98 @@ from mrtr_core.wire.models import (
     RESULT_TYPE_COMPLETE,
     RESULT_TYPE_INPUT_REQUIRED,
     SAMPLING_CREATE_MESSAGE,
+    ClientCapabilities,
     CreateMessageRequest,
     ElicitFormRequest,
     ElicitUrlRequest,
     InputRequest,
     InputRequiredResult,
     JsonObject,
+    ListRootsRequest,
     RequestMeta,
 )
 
 __all__ = ["ClientFlow"]
 
-_S = FlowState
-_T = Trigger
 _INF = float("inf")
 
 
-def _same_id(a: object, b: object) -> bool:
-    # JSON-RPC ids match by type and value: 1, "1" and true are three different ids.
-    return type(a) is type(b) and a == b
+# The members the machine reads on every input, as plain class attributes: on Python 3.11
+# reading a member off an Enum class (``FlowState.IDLE``) goes through the metaclass's
+# ``__getattr__`` hook and costs about ten times a plain attribute read.
+class _S:
+    IDLE: Final = FlowState.IDLE
+    AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE
+    AWAITING_HANDLERS: Final = FlowState.AWAITING_HANDLERS
+    AWAITING_ANSWERS: Final = FlowState.AWAITING_ANSWERS
+    PACING: Final = FlowState.PACING
+
+
+class _I:
+    START: Final = Input.START
+    RESPONSE: Final = Input.RESPONSE
+    HANDLER_RETURNED: Final = Input.HANDLER_RETURNED
+    HANDLER_FAILED: Final = Input.HANDLER_FAILED
+    ANSWER: Final = Input.ANSWER
+    TIMER: Final = Input.TIMER
+    CANCEL: Final = Input.CANCEL
+
+
+class _T:
+    SENT_FIRST: Final = Trigger.SENT_FIRST
+    RESUMED_WITH_INPUT: Final = Trigger.RESUMED_WITH_INPUT
+    RESUMED_WITH_INPUT_MANUAL: Final = Trigger.RESUMED_WITH_INPUT_MANUAL
+    RESUMED_STATE_ONLY: Final = Trigger.RESUMED_STATE_ONLY
+    RESUME_REJECTED: Final = Trigger.RESUME_REJECTED
+    COMPLETED: Final = Trigger.COMPLETED
+    INPUT_REQUIRED: Final = Trigger.INPUT_REQUIRED
+    INPUT_REQUIRED_MANUAL: Final = Trigger.INPUT_REQUIRED_MANUAL
+    STATE_ONLY: Final = Trigger.STATE_ONLY
+    REJECTED: Final = Trigger.REJECTED
+    HANDLER_RETURNED: Final = Trigger.HANDLER_RETURNED
+    ROUND_FULFILLED: Final = Trigger.ROUND_FULFILLED
+    UNUSABLE_ANSWER: Final = Trigger.UNUSABLE_ANSWER
+    HANDLER_FAILED: Final = Trigger.HANDLER_FAILED
+    ANSWERED: Final = Trigger.ANSWERED
+    ROUND_ANSWERED: Final = Trigger.ROUND_ANSWERED
+    ANSWERED_TOO_LATE: Final = Trigger.ANSWERED_TOO_LATE
+    TIMER_EARLY: Final = Trigger.TIMER_EARLY
+    PACING_ELAPSED: Final = Trigger.PACING_ELAPSED
+    TIMED_OUT: Final = Trigger.TIMED_OUT
+    CANCELLED: Final = Trigger.CANCELLED
+
+
+_DEFAULT_LIMITS: Final = ClientLimits()
+_NO_REQUESTS: Final[dict[str, InputRequest]] = {}  # never mutated
+_UNJUDGED: Final = "?"  # a verdict cache miss (never a real verdict)
+_SAME_VERDICT_PER_CLASS: Final = frozenset({ElicitFormRequest, ElicitUrlRequest, ListRootsRequest})
+
+Verdicts: TypeAlias = dict[type, str | None]
+_VERDICT_CACHE_SIZE: Final = 32
+# Verdicts (see ClientFlow._unsupported) shared by the flows of the same capabilities object
+# (by identity; held, so its id is not reused) and handled kinds: a client's flows share them.
+_verdict_cache: dict[tuple[int, frozenset[str]], tuple[ClientCapabilities, Verdicts]] = {}
+
+
+def _shared_verdicts(capabilities: ClientCapabilities, kinds: frozenset[str]) -> Verdicts:
+    key = (id(capabilities), kinds)
+    entry = _verdict_cache.get(key)
+    if entry is not None and entry[0] is capabilities:
+        return entry[1]
+    if len(_verdict_cache) >= _VERDICT_CACHE_SIZE:
+        _verdict_cache.clear()  # one step, safe against concurrent flows in threads
+    verdicts: Verdicts = {}
+    _verdict_cache[key] = (capabilities, verdicts)
+    return verdicts
+
+
+def _time_left(deadline: float | None, now: float, most: float | None) -> float | None:
+    """Seconds from ``now`` to ``deadline``, within ``[0, most]`` (``most`` bounds it
+    anyway; the clamp only absorbs rounding)."""
+    if deadline is None:
+        return None
+    left = max(deadline - now, 0.0)
+    return left if most is None else min(left, most)
 
 
 def _min(*values: float | None) -> float | None:
@@ -135,7 +213,7 @@ class ClientFlow:
         "_handled_kinds", "_handler_deadline", "_last_result", "_leg_deadline", "_leg_id",
         "_legs", "_limits", "_manual", "_meta", "_method", "_next_id", "_now", "_outstanding",
         "_pending", "_random", "_requests", "_result", "_rounds", "_seeded", "_state",
-        "_streak", "_wake_at",
+        "_streak", "_verdicts", "_wake_at",
     )
 
     def __init__(
@@ -154,7 +232,7 @@ class ClientFlow:
             raise LocalProtocolError(f"method must be a non-empty string, got {method!r}")
         if not isinstance(meta, RequestMeta):
             raise LocalProtocolError(f"meta must be a RequestMeta, got {type(meta).__name__}")
-        limits = ClientLimits() if limits is None else limits
+        limits = _DEFAULT_LIMITS if limits is None else limits
         if not isinstance(limits, ClientLimits):
             raise LocalProtocolError(f"limits must be ClientLimits, got {type(limits).__name__}")
         if limits.pacing_jitter > 0 and random is None:
@@ -185,6 +263,8 @@ class ClientFlow:
         self._answers: dict[str, JsonObject] = {}  # wire-form answers received so far
         self._streak = 0  # consecutive state-only rounds
         self._cancelled: set[str] = set()  # keys cancelled by the terminal step
+        # Why each input request class cannot be taken (or None), filled on first use.
+        self._verdicts: Verdicts | None = None
         self._now: float = -_INF  # the latest time fed; time never runs backwards
         # Timers (absolute, in the caller's clock domain).
         self._flow_deadline: float | None = None
@@ -255,17 +335,25 @@ class ClientFlow:
         cls,
         data: Mapping[str, Any],
         *,
+        now: float,
         next_id: Callable[[], RequestId],
         random: Callable[[], float] | None = None,
     ) -> ClientFlow:
-        """Restore a flow saved with :meth:`to_data` (possibly in another process).
+        """Restore a flow saved with :meth:`to_data`, possibly in another process.
 
-        Deadlines are restored as saved, in the clock domain of the ``now`` values the
-        saved flow was fed: restore across processes with a shared clock (wall-clock
-        seconds) or with ``flow_timeout=None``.
+        The saved timers are durations; they are rebased onto this caller's clock at
+        ``now``: the whole-flow budget ends at ``now`` plus the seconds it had left when
+        saved, and a pacing wait at ``now`` plus what was left of it. Time spent while
+        the data was stored is not counted (no clock spans two processes); a caller that
+        can measure it on one clock restores at the save time instead, so it counts.
+
+        Args:
+            now: The time on this caller's clock; the restored flow is fed only times at
+                or after it.
 
         Raises:
-            LocalProtocolError: ``data`` is not a valid saved flow.
+            SavedFlowVersionError: ``data`` is of another format version.
+            LocalProtocolError: ``data`` is not a valid saved flow, or ``now`` is unusable.
         """
         snap = snapshot_from_data(data)
         flow = cls(
@@ -284,8 +372,11 @@ class ClientFlow:
         flow._last_result = snap.last_result
         flow._seeded = snap.seeded
         flow._streak = snap.streak
-        flow._flow_deadline = snap.flow_deadline
-        flow._wake_at = snap.wake_at
+        flow._tick(now)
+        left = snap.flow_time_left
+        flow._flow_deadline = None if left is None else now + left
+        left = snap.pacing_time_left
+        flow._wake_at = None if left is None else now + left
         if snap.state is _S.AWAITING_ANSWERS:
             assert snap.last_result is not None and snap.last_result.input_requests
             flow._requests = dict(snap.last_result.input_requests)
@@ -293,20 +384,31 @@ class ClientFlow:
             flow._pending = {key: None for key in flow._requests if key not in snap.answers}
         return flow
 
-    def to_data(self) -> JsonObject:
+    def to_data(self, now: float) -> JsonObject:
         """Save the flow as plain JSON-able data (see :meth:`from_data`).
 
         Possible while ``IDLE``, ``AWAITING_ANSWERS`` (manual mode) or ``PACING``: nothing
         is in flight and no handler runs. ``next_id`` and ``random`` are not saved.
 
+        The data does not depend on the caller's clock: each timer is saved as the
+        seconds it has left at ``now`` (none when it has run out), so the data can be
+        restored on any other clock.
+
+        Args:
+            now: The time on this flow's clock (not before any time it was fed).
+
         Raises:
-            LocalProtocolError: the flow is in another state.
+            LocalProtocolError: the flow is in another state, or ``now`` is unusable.
         """
-        if self._state not in (_S.IDLE, _S.AWAITING_ANSWERS, _S.PACING):
+        if self._state not in SAVABLE_STATES:
             raise LocalProtocolError(
                 f"a flow can be saved only while idle, awaiting answers or pacing, "
                 f"not {self._state.name}"
             )
+        self._tick(now)
+        limits = self._limits
+        flow_deadline = self._flow_deadline
+        wake_at = self._wake_at
         return snapshot_to_data(
             FlowSnapshot(
                 method=self._method,
@@ -322,8 +424,8 @@ class ClientFlow:
                 seeded=self._seeded,
                 answers=dict(self._answers),
                 streak=self._streak,
-                flow_deadline=self._flow_deadline,
-                wake_at=self._wake_at,
+                flow_time_left=_time_left(flow_deadline, now, limits.flow_timeout),
+                pacing_time_left=_time_left(wake_at, now, limits.pacing_max),
             )
         )
 
@@ -418,16 +520,17 @@ class ClientFlow:
             LocalProtocolError: the flow was already started, or ``next_id`` misbehaved.
         """
         self._tick(now)
-        self._accept(Input.START)
+        self._accept(_I.START)
         budget = self._limits.flow_timeout
         flow_deadline = None if budget is None else now + budget
         if self._seeded:
             assert self._last_result is not None
             self._flow_deadline = flow_deadline
             return self._take_input_required(self._last_result, now, resumed=True)
-        leg = self._prepare_leg(None, None, state_only=False)
+        request_id = self._draw_id()
+        message = self._legs.build(request_id, None, None)
         self._flow_deadline = flow_deadline
-        return self._commit_leg(leg, now, _T.SENT_FIRST)
+        return self._commit_leg(request_id, message, now, _T.SENT_FIRST, state_only=False)
 
     def handle(self, event: ClientEvent, now: float) -> list[ClientCommand]:
         """Feed one fact; returns the commands to carry out, in order.
@@ -435,23 +538,29 @@ class ClientFlow:
         Raises:
             LocalProtocolError: the event is illegal in the current state or malformed.
         """
-        self._tick(now)
-        if self._state in TERMINAL_STATES and self._absorb(event):
+        # _tick and _accept, inlined on the hot path: every input but start comes here.
+        if (type(now) is not float and type(now) is not int) or not now >= self._now:
+            self._tick(now)
+        self._now = now
+        state = self._state
+        if state in TERMINAL_STATES and self._absorb(event):
             return []
         if type(event) is ResponseReceived:
-            self._accept(Input.RESPONSE)
+            if _I.RESPONSE not in ACCEPTS[state]:
+                self._accept(_I.RESPONSE)
             return self._on_response(event.message, now)
         if type(event) is HandlerReturned:
-            self._accept(Input.HANDLER_RETURNED)
+            if _I.HANDLER_RETURNED not in ACCEPTS[state]:
+                self._accept(_I.HANDLER_RETURNED)
             return self._on_handler_returned(event.key, event.answer, now)
         if type(event) is HandlerFailed:
-            self._accept(Input.HANDLER_FAILED)
+            self._accept(_I.HANDLER_FAILED)
             return self._on_handler_failed(event.key, event.error)
         if type(event) is TimerFired:
-            self._accept(Input.TIMER)
+            self._accept(_I.TIMER)
             return self._on_timer(now)
         if type(event) is CancelRequested:
-            self._accept(Input.CANCEL)
+            self._accept(_I.CANCEL)
             reason = event.reason
             message = "flow cancelled" if reason is None else f"flow cancelled: {reason}"
             error = FlowCancelledError(message, last_result=self._last_result)
@@ -482,7 +591,7 @@ class ClientFlow:
                 or an answer of the wrong shape (nothing is recorded then).
         """
         self._tick(now)
-        self._accept(Input.ANSWER)
+        self._accept(_I.ANSWER)
         if not isinstance(answers, Mapping):
             raise LocalProtocolError("answers must be a mapping of key -> answer")
         wire: dict[str, JsonObject] = {}
@@ -508,7 +617,11 @@ class ClientFlow:
             return self._reject(RemoteProtocolError("response is not a JSON object"))
         response_id = message.get("id")
         # The adapter routes responses by id, so another id is the adapter's mistake.
-        if response_id is not None and not _same_id(response_id, self._outstanding):
+        outstanding = self._outstanding
+        # JSON-RPC ids match by type and value: 1, "1" and true are three different ids.
+        if response_id is not None and not (
+            type(response_id) is type(outstanding) and response_id == outstanding
+        ):
             raise LocalProtocolError(
                 f"response id {response_id!r} is not the request in flight "
                 f"({self._outstanding!r})"
@@ -572,7 +685,11 @@ class ClientFlow:
             self._go(_T.RESUMED_STATE_ONLY if resumed else _T.STATE_ONLY)
             return [InputNeeded(round=round_no, result=result)]
         self._streak = 0
-        self._commit_result(result)
+        # _commit_result, inlined.
+        self._last_result = result
+        self._outstanding = None
+        self._leg_deadline = None
+        self._seeded = False
         self._requests = requests
         self._pending = dict.fromkeys(requests)
         self._answers = {}
@@ -593,7 +710,7 @@ class ClientFlow:
     def _check_input_required(self, result: InputRequiredResult, now: float) -> MrtrError | None:
         """Everything that must hold before a handler runs or a retry is sent."""
         limits = self._limits
-        requests = result.input_requests or {}
+        requests = result.input_requests or _NO_REQUESTS
         if len(requests) > limits.max_input_requests:
             return InputRequestsLimitError(
                 f"{len(requests)} inputRequests entries, more than {limits.max_input_requests}",
@@ -608,8 +725,13 @@ class ClientFlow:
                     f"requestState of {size} bytes, more than {limits.max_state_bytes}",
                     limit="max_state_bytes", value=limits.max_state_bytes, last_result=result,
                 )
+        verdicts = self._verdicts
+        if verdicts is None:
+            verdicts = self._verdicts = _shared_verdicts(self._capabilities, self._handled_kinds)
         for key, request in requests.items():
-            reason = self._unsupported(request)
+            reason = verdicts.get(type(request), _UNJUDGED)
+            if reason is _UNJUDGED:
+                reason = self._unsupported(request)
             if reason is not None:
                 return UnsupportedInputError(key, request.method, reason, last_result=result)
         if self._rounds >= limits.max_rounds:
@@ -618,12 +740,24 @@ class ClientFlow:
                 f"{limits.max_rounds}",
                 limit="max_rounds", value=limits.max_rounds, last_result=result,
             )
-        if self._budget_spent(now):
+        flow_deadline = self._flow_deadline
+        if flow_deadline is not None and now >= flow_deadline:
             return self._flow_deadline_error(result)
         return None
 
     def _unsupported(self, request: InputRequest) -> str | None:
-        """Why this client cannot take ``request`` (S6, S6a, S6b), or ``None``."""
+        """Why this client cannot take ``request`` (S6, S6a, S6b), or ``None``.
+
+        The verdict on an elicitation or roots request depends on its class alone (given
+        the capabilities and handled kinds), so it is kept in ``_verdicts``; a sampling
+        request's depends on its tools.
+        """
+        reason = self._judge(request)
+        if type(request) in _SAME_VERDICT_PER_CLASS and self._verdicts is not None:
+            self._verdicts[type(request)] = reason
+        return reason
+
+    def _judge(self, request: InputRequest) -> str | None:
         kind = request.method
         caps = self._capabilities
         if not caps.declares(kind):
@@ -646,7 +780,8 @@ class ClientFlow:
         return None
 
     def _on_handler_returned(self, key: str, answer: object, now: float) -> list[ClientCommand]:
-        if key not in self._pending:
+        pending = self._pending
+        if key not in pending:
             raise LocalProtocolError(f"no handler is running for input request {key!r}")
         try:
             wire = answer_to_wire(self._requests[key].method, answer, key=key)
@@ -656,9 +791,9 @@ class ClientFlow:
                 HandlerFailedError(key, exc, last_result=self._last_result),
                 _T.UNUSABLE_ANSWER,
             )
-        if len(self._pending) > 1:
+        if len(pending) > 1:
             self._answers[key] = wire
-            del self._pending[key]
+            del pending[key]
             self._go(_T.HANDLER_RETURNED)
             return []
         return self._finish_round({**self._answers, key: wire}, now, _T.ROUND_FULFILLED,
@@ -703,10 +838,10 @@ class ClientFlow:
         if state is _S.PACING and self._wake_at is not None and now >= self._wake_at:
             assert self._last_result is not None
             # digest §2.4: a state-only retry carries the state and no inputResponses.
-            leg_request = self._prepare_leg(
-                None, self._last_result.request_state, state_only=True
-            )
-            return self._commit_leg(leg_request, now, _T.PACING_ELAPSED)
+            request_id = self._draw_id()
+            message = self._legs.build(request_id, None, self._last_result.request_state)
+            return self._commit_leg(request_id, message, now, _T.PACING_ELAPSED,
+                                    state_only=True)
         self._go(_T.TIMER_EARLY)
         return []
 
@@ -715,40 +850,54 @@ class ClientFlow:
     def _finish_round(
         self, answers: dict[str, JsonObject], now: float, sent: Trigger, late: Trigger
     ) -> list[ClientCommand]:
-        """Every entry is answered: send the retry (unless the budget is spent)."""
+        """Every entry is answered: send the retry (unless the budget is spent).
+
+        ``answers`` is a fresh dict of every answer of the round, owned by this call.
+        """
         result = self._last_result
         assert result is not None and result.input_requests is not None
-        if self._budget_spent(now):
+        flow_deadline = self._flow_deadline
+        if flow_deadline is not None and now >= flow_deadline:
             self._pending.clear()
             return self._fail(self._flow_deadline_error(result), late)
         keys = tuple(result.input_requests)
-        # C6: inputResponses holds this round's answers under the server's keys.
-        responses = {key: answers[key] for key in keys}
-        leg = self._prepare_leg(responses, result.request_state, state_only=False)
-        round_no = self._rounds
+        # C6: inputResponses holds this round's answers under the server's keys, in the
+        # server's order.
+        responses = answers if tuple(answers) == keys else {key: answers[key] for key in keys}
+        request_id = self._draw_id()
+        message = self._legs.build(request_id, responses, result.request_state)
+        fulfilled = RoundFulfilled(round=self._rounds, keys=keys)
         self._answers = {}
         self._pending = {}
-        commands: list[ClientCommand] = [RoundFulfilled(round=round_no, keys=keys)]
-        commands.extend(self._commit_leg(leg, now, sent))
-        return commands
+        return self._commit_leg(request_id, message, now, sent, state_only=False,
+                                notice=fulfilled)
 
-    def _prepare_leg(
-        self, responses: JsonObject | None, state: str | None, *, state_only: bool
-    ) -> tuple[RequestId, JsonObject, bool]:
-        """Draw the leg's id and build its request; changes nothing in the flow."""
+    def _draw_id(self) -> RequestId:
+        """The next leg's id from ``next_id``, checked; changes nothing in the flow."""
         request_id = self._next_id()
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        kind = type(request_id)
+        if kind is not int and kind is not str and (
+            isinstance(request_id, bool) or not isinstance(request_id, str | int)
+        ):
             raise LocalProtocolError(f"next_id returned {request_id!r}, not a str or int")
-        if self._leg_id is not None and _same_id(request_id, self._leg_id):
+        last = self._leg_id
+        if last is not None and kind is type(last) and request_id == last:
             # C4: every retry is a new request with a new id.
             raise LocalProtocolError(f"next_id repeated the previous id {request_id!r}")
-        return request_id, self._legs.build(request_id, responses, state), state_only
+        return request_id
 
     def _commit_leg(
-        self, leg: tuple[RequestId, JsonObject, bool], now: float, trigger: Trigger
+        self,
+        request_id: RequestId,
+        message: JsonObject,
+        now: float,
+        trigger: Trigger,
+        *,
+        state_only: bool,
+        notice: RoundFulfilled | None = None,
     ) -> list[ClientCommand]:
-        request_id, message, state_only = leg
-        self._rounds += 1
+        """The leg is sent: ``[notice,] RoundStarted, SendRequest``."""
+        rounds = self._rounds = self._rounds + 1
         self._leg_id = request_id
         self._outstanding = request_id
         self._seeded = False
@@ -757,19 +906,17 @@ class ClientFlow:
         self._handler_deadline = None
         self._wake_at = None
         self._go(trigger)
-        return [
-            RoundStarted(round=self._rounds, request_id=request_id, state_only=state_only),
-            SendRequest(request_id=request_id, method=self._method, message=message),
-        ]
+        started = RoundStarted(round=rounds, request_id=request_id, state_only=state_only)
+        send = SendRequest(request_id=request_id, method=self._method, message=message)
+        if notice is None:
+            return [started, send]
+        return [notice, started, send]
 
     def _commit_result(self, result: InputRequiredResult) -> None:
         self._last_result = result
         self._outstanding = None
         self._leg_deadline = None
         self._seeded = False
-
-    def _budget_spent(self, now: float) -> bool:
-        return self._flow_deadline is not None and now >= self._flow_deadline
 
     def _flow_deadline_error(self, last_result: InputRequiredResult | None) -> FlowDeadlineError:
         return FlowDeadlineError(

@@ -2,10 +2,20 @@
 
 A manual-mode flow waiting for answers (or any flow that is idle or pacing) holds nothing
 that cannot be written down: the request it repeats, the last ``input_required`` result,
-the answers given so far, its counters and deadlines. :func:`snapshot_to_data` writes that
+the answers given so far, its counters and its timers. :func:`snapshot_to_data` writes that
 as JSON-able data; :func:`snapshot_from_data` checks every field before trusting it
 (stored data can be stale or edited) and raises :class:`LocalProtocolError` naming the
 field that is wrong.
+
+The data is clock-independent: a timer is saved as the seconds it had left when the flow
+was saved (``flow_time_left``, ``pacing_time_left``), never as a time on the saving
+process's clock, so it can be restored in a process whose clock counts from elsewhere (two
+monotonic clocks, a virtual clock). Restoring rebases each timer onto the new clock: its
+deadline is the restore time plus the seconds left.
+
+Format versions: ``mrtr.client-flow/1`` saved absolute deadlines in the saving process's
+clock; it is refused (:class:`SavedFlowVersionError`), as is any version this code does not
+know.
 """
 
 from __future__ import annotations
@@ -27,17 +37,56 @@ from mrtr_core.wire.converter import (
 )
 from mrtr_core.wire.models import InputRequiredResult, JsonObject, RequestMeta
 
-__all__ = ["FORMAT", "SAVABLE_STATES", "FlowSnapshot", "snapshot_from_data", "snapshot_to_data"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_FAMILY",
+    "SAVABLE_STATES",
+    "FlowSnapshot",
+    "SavedFlowVersionError",
+    "snapshot_from_data",
+    "snapshot_to_data",
+]
 
-FORMAT: Final = "mrtr.client-flow/1"
+FORMAT_FAMILY: Final = "mrtr.client-flow/"
+"""What every ``format`` tag of saved flows starts with; the version follows."""
+
+FORMAT: Final = FORMAT_FAMILY + "2"
 """The ``format`` tag of saved data; bumped when the layout changes."""
+
+_INF: Final = float("inf")
 
 SAVABLE_STATES: Final = frozenset({FlowState.IDLE, FlowState.AWAITING_ANSWERS, FlowState.PACING})
 
 
+class SavedFlowVersionError(LocalProtocolError):
+    """Saved flow data of a format version this code cannot read.
+
+    Attributes:
+        found: The ``format`` tag of the data.
+        supported: The one tag this code reads (:data:`FORMAT`).
+    """
+
+    def __init__(self, found: str) -> None:
+        hint = (
+            " (version 1 saved deadlines on the saving process's clock; it cannot be"
+            " rebased)" if found == FORMAT_FAMILY + "1" else ""
+        )
+        super().__init__(
+            f"saved flow: format: version {found!r} is not supported, only {FORMAT!r}{hint}"
+        )
+        self.found = found
+        self.supported = FORMAT
+
+
 @attrs.frozen(kw_only=True)
 class FlowSnapshot:
-    """Everything a paused flow needs to carry on (no ``next_id``, no ``random``)."""
+    """Everything a paused flow needs to carry on (no ``next_id``, no ``random``).
+
+    Timers are durations, in seconds, counted from the moment of the snapshot:
+    ``flow_time_left`` is what is left of the whole-flow budget (``None``: no budget runs,
+    because the flow has not started or has no ``flow_timeout``), ``pacing_time_left`` the
+    wait before the retry of a state-only round (``None`` unless pacing).
+    """
 
     method: str
     params: JsonObject
@@ -52,8 +101,8 @@ class FlowSnapshot:
     seeded: bool
     answers: dict[str, JsonObject]
     streak: int
-    flow_deadline: float | None
-    wake_at: float | None
+    flow_time_left: float | None
+    pacing_time_left: float | None
 
 
 def snapshot_to_data(snap: FlowSnapshot) -> JsonObject:
@@ -75,8 +124,8 @@ def snapshot_to_data(snap: FlowSnapshot) -> JsonObject:
         "seeded": snap.seeded,
         "answers": copy_json(snap.answers),
         "streak": snap.streak,
-        "flow_deadline": snap.flow_deadline,
-        "wake_at": snap.wake_at,
+        "flow_time_left": snap.flow_time_left,
+        "pacing_time_left": snap.pacing_time_left,
     }
 
 
@@ -95,22 +144,35 @@ def _get(data: Mapping[str, Any], field: str, types: type | tuple[type, ...]) ->
     return value
 
 
-def _number_or_none(data: Mapping[str, Any], field: str) -> float | None:
+def _seconds_or_none(data: Mapping[str, Any], field: str) -> float | None:
     value = _get(data, field, (int, float, type(None)))
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    if not 0.0 <= value < _INF:  # also refuses NaN
+        raise _bad(field, f"must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _check_format(data: Mapping[str, Any]) -> None:
+    found = data.get("format")
+    if found == FORMAT:
+        return
+    if isinstance(found, str) and found.startswith(FORMAT_FAMILY):
+        raise SavedFlowVersionError(found)
+    raise _bad("format", f"expected {FORMAT!r}, got {found!r}")
 
 
 def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
     """Read data written by :func:`snapshot_to_data`, checking every field.
 
     Raises:
-        LocalProtocolError: the data is not a saved flow of this format, or a field is
-            missing, of the wrong type, or inconsistent with the others.
+        SavedFlowVersionError: the data is a saved flow of another format version.
+        LocalProtocolError: the data is not a saved flow, or a field is missing, of the
+            wrong type, or inconsistent with the others.
     """
     if not isinstance(data, Mapping):
         raise _bad("data", "not a mapping")
-    if data.get("format") != FORMAT:
-        raise _bad("format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+    _check_format(data)
     method = _get(data, "method", str)
     params = _get(data, "params", dict)
     if RETRY_KEYS & params.keys():
@@ -152,8 +214,8 @@ def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
     streak = _get(data, "streak", int)
     if streak < 0:
         raise _bad("streak", "negative")
-    flow_deadline = _number_or_none(data, "flow_deadline")
-    wake_at = _number_or_none(data, "wake_at")
+    flow_time_left = _seconds_or_none(data, "flow_time_left")
+    pacing_time_left = _seconds_or_none(data, "pacing_time_left")
     answers = _check_answers(raw_answers, last_result, state)
     # The state must agree with what it rests on.
     if state is FlowState.IDLE and (rounds or raw_answers or (seeded != (last_result is not None))):
@@ -163,11 +225,12 @@ def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
     ):
         raise _bad("state", "awaiting answers needs manual mode and a result with inputRequests")
     if state is FlowState.PACING and (
-        last_result is None or last_result.input_requests or wake_at is None
+        last_result is None or last_result.input_requests or pacing_time_left is None
     ):
-        raise _bad("state", "pacing needs a state-only result and a wake-up time")
+        raise _bad("state", "pacing needs a state-only result and the time left to wait")
     if state is not FlowState.IDLE and seeded:
         raise _bad("seeded", "only an idle flow is seeded")
+    _check_timers(state, limits, flow_time_left, pacing_time_left)
     return FlowSnapshot(
         method=method,
         params=params,
@@ -182,9 +245,31 @@ def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
         seeded=seeded,
         answers=answers,
         streak=streak,
-        flow_deadline=flow_deadline,
-        wake_at=wake_at,
+        flow_time_left=flow_time_left,
+        pacing_time_left=pacing_time_left,
     )
+
+
+def _check_timers(
+    state: FlowState,
+    limits: ClientLimits,
+    flow_time_left: float | None,
+    pacing_time_left: float | None,
+) -> None:
+    """The timers must be those a flow in ``state`` under ``limits`` can have."""
+    budget = limits.flow_timeout
+    if state is FlowState.IDLE:
+        if flow_time_left is not None:
+            raise _bad("flow_time_left", "an idle flow has not started its budget")
+    elif (flow_time_left is None) != (budget is None):
+        raise _bad("flow_time_left", "must be set exactly when limits.flow_timeout is")
+    if flow_time_left is not None and budget is not None and flow_time_left > budget:
+        raise _bad("flow_time_left", f"more than limits.flow_timeout ({budget})")
+    if pacing_time_left is not None:
+        if state is not FlowState.PACING:
+            raise _bad("pacing_time_left", "only a pacing flow waits to retry")
+        if pacing_time_left > limits.pacing_max:
+            raise _bad("pacing_time_left", f"more than limits.pacing_max ({limits.pacing_max})")
 
 
 def _check_answers(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from mrtr_core.errors import CodecError, LocalProtocolError
 from mrtr_core.wire.converter import converter, structure_input_response, unstructure
@@ -40,22 +40,79 @@ def copy_json(value: Any) -> Any:
     return value
 
 
+# --- copy plans --------------------------------------------------------------------------------
+#
+# Every leg needs its own deep copy of the same params and ``_meta`` (no two messages share a
+# mutable value). Their shapes never change once the flow holds its private copy, so the
+# copy is planned once: for each container, where the containers inside it are (the
+# immutable leaves are shared). That is cheaper per leg than any general copier.
+
+Plan: TypeAlias = tuple[tuple[Any, "Plan"], ...]
+"""``(key or index, plan of the container there)`` for each container inside a container."""
+
+_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+_MAX_PLAN_DEPTH: Final = 32
+
+
+class _NotPlain(Exception):
+    """A value a copy plan does not cover (another type, or nested too deep)."""
+
+
+def _copy_planned(value: Any, plan: Plan) -> Any:
+    """A deep copy of the dict or list ``value``, whose containers ``plan`` locates."""
+    out = value.copy()
+    for at, inner in plan:
+        item = value[at]
+        out[at] = _copy_planned(item, inner) if inner else item.copy()
+    return out
+
+
+def _plan(value: Any, depth: int) -> tuple[Any, Plan]:
+    """A private deep copy of the dict or list ``value``, and its :data:`Plan`.
+
+    Covers exact dicts and lists, the JSON scalars, and tuples of scalars (shared, as
+    immutable); anything else raises :class:`_NotPlain`.
+    """
+    if depth >= _MAX_PLAN_DEPTH:
+        raise _NotPlain
+    out = value.copy()  # the leaves, shared; containers replaced by their copies below
+    plan: list[tuple[Any, Plan]] = []
+    for at, item in value.items() if type(value) is dict else enumerate(value):
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is dict or kind is list:
+            out[at], inner = _plan(item, depth + 1)
+            plan.append((at, inner))
+        elif kind is not tuple or not all(type(x) in _LEAVES for x in item):
+            raise _NotPlain
+    return out, tuple(plan)
+
+
 _META_CACHE_SIZE: Final = 32
-# Wire form of recent RequestMeta objects, by identity (a client reuses one per connection).
-# Holding the object keeps its id from being reused while the entry lives.
-_meta_cache: dict[int, tuple[RequestMeta, JsonObject]] = {}
+# Wire form (and its copy plan) of recent RequestMeta objects, by identity (a client reuses
+# one per connection). Holding the object keeps its id from being reused while it lives.
+_meta_cache: dict[int, tuple[RequestMeta, JsonObject, Plan | None]] = {}
+
+
+def _meta_entry(meta: RequestMeta) -> tuple[RequestMeta, JsonObject, Plan | None]:
+    entry = _meta_cache.get(id(meta))
+    if entry is not None and entry[0] is meta:
+        return entry
+    wire: JsonObject = unstructure(meta)
+    try:
+        plan: Plan | None = _plan(wire, 0)[1]
+    except _NotPlain:
+        plan = None
+    if len(_meta_cache) >= _META_CACHE_SIZE:
+        _meta_cache.clear()  # one step, safe against concurrent flows in threads
+    entry = _meta_cache[id(meta)] = (meta, wire, plan)
+    return entry
 
 
 def meta_to_wire(meta: RequestMeta) -> JsonObject:
     """The wire form of ``meta`` (cached by identity; the caller must not mutate it)."""
-    entry = _meta_cache.get(id(meta))
-    if entry is not None and entry[0] is meta:
-        return entry[1]
-    wire: JsonObject = unstructure(meta)
-    if len(_meta_cache) >= _META_CACHE_SIZE:
-        del _meta_cache[next(iter(_meta_cache))]
-    _meta_cache[id(meta)] = (meta, wire)
-    return wire
+    return _meta_entry(meta)[1]
 
 
 class LegBuilder:
@@ -68,7 +125,7 @@ class LegBuilder:
     gets its own copies, so no two messages share a mutable value.
     """
 
-    __slots__ = ("_base", "_blob", "_meta", "method")
+    __slots__ = ("_base", "_base_plan", "_blob", "_meta", "_meta_plan", "method")
 
     def __init__(self, method: str, params: Mapping[str, Any], meta: RequestMeta) -> None:
         """Prepare the legs of ``method`` with ``params`` and ``meta``.
@@ -81,19 +138,35 @@ class LegBuilder:
         if "_meta" in params:
             raise LocalProtocolError("params must not carry _meta: pass meta=RequestMeta(...)")
         self.method = method
-        own = {key: value for key, value in params.items() if key not in RETRY_KEYS}
-        self._meta: JsonObject = meta_to_wire(meta)
-        # A fresh deep copy per leg is one C call when the values are plain JSON types
-        # (marshal serves as an in-memory copier only); other values take copy_json.
-        self._blob: bytes | None
+        own: Any = params  # read only: every path below copies it
+        if "inputResponses" in params or "requestState" in params:
+            own = {key: value for key, value in params.items() if key not in RETRY_KEYS}
+        elif type(params) is not dict:
+            own = dict(params)
+        _, self._meta, self._meta_plan = _meta_entry(meta)
+        # Plain JSON values get copy plans. Anything else: a fresh deep copy per leg is one
+        # C call when marshal takes the values (it serves as an in-memory copier only), and
+        # copy_json otherwise.
+        self._blob: bytes | None = None
+        self._base_plan: Plan | None = None
         self._base: JsonObject
         try:
-            self._blob, self._base = marshal.dumps((own, self._meta)), {}
-        except ValueError:
-            self._blob, self._base = None, copy_json(own)
+            self._base, self._base_plan = _plan(own, 0)
+        except _NotPlain:
+            try:
+                self._blob, self._base = marshal.dumps((own, self._meta)), {}
+            except ValueError:
+                self._base = copy_json(own)
 
     def _copies(self) -> tuple[JsonObject, JsonObject]:
         """Fresh deep copies of the base params and of the ``_meta`` wire form."""
+        base_plan = self._base_plan
+        if base_plan is not None:
+            meta_plan = self._meta_plan
+            meta = self._meta
+            return _copy_planned(self._base, base_plan), (
+                copy_json(meta) if meta_plan is None else _copy_planned(meta, meta_plan)
+            )
         if self._blob is not None:
             base, meta = marshal.loads(self._blob)
             return base, meta
@@ -119,7 +192,12 @@ class LegBuilder:
             request_state: The server's ``requestState`` exactly as received, or ``None``
                 when it sent none (then the key is absent, C3; ``""`` is sent as ``""``).
         """
-        params, meta = self._copies()
+        base_plan, meta_plan = self._base_plan, self._meta_plan
+        if base_plan is not None and meta_plan is not None:  # _copies, inlined
+            params = _copy_planned(self._base, base_plan)
+            meta = _copy_planned(self._meta, meta_plan)
+        else:
+            params, meta = self._copies()
         if input_responses is not None:
             params["inputResponses"] = input_responses
         if request_state is not None:

@@ -7,7 +7,7 @@ the path of the bad field) and nothing else, so callers have one error type to h
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 import cattrs
@@ -211,7 +211,9 @@ def unstructure(value: Any) -> Any:
 # --- _meta ----------------------------------------------------------------------------------
 
 
-def structure_client_capabilities(obj: Any, *, path: str = "clientCapabilities") -> ClientCapabilities:
+def structure_client_capabilities(
+    obj: Any, *, path: str = "clientCapabilities"
+) -> ClientCapabilities:
     """Read a ``ClientCapabilities`` object."""
     return _run(lambda: converter.structure(obj, ClientCapabilities), path)
 
@@ -224,7 +226,9 @@ def structure_request_meta(obj: Any, *, path: str = "params._meta") -> RequestMe
         if key not in obj:
             raise CodecError(f"required key {key!r} is missing", path=path)
     if not isinstance(obj[META_PROTOCOL_VERSION], str):
-        raise CodecError("protocol version must be a string", path=f"{path}.{META_PROTOCOL_VERSION}")
+        raise CodecError(
+            "protocol version must be a string", path=f"{path}.{META_PROTOCOL_VERSION}"
+        )
     return _run(lambda: converter.structure(obj, RequestMeta), path)
 
 
@@ -264,12 +268,16 @@ def _require_str(params: JsonObject, key: str, path: str) -> str:
     return value
 
 
+_FORM_KEYS: Final = frozenset({"mode", "message", "requestedSchema"})
+_URL_KEYS: Final = frozenset({"mode", "message", "url"})
+
+
 def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | ElicitUrlRequest:
     mode = params.get("mode", "form")  # C9: no mode means form mode.
     message = _require_str(params, "message", path)
     if mode == "url":
         url = _require_str(params, "url", path)
-        extra = {k: v for k, v in params.items() if k not in {"mode", "message", "url"}}
+        extra = {k: v for k, v in params.items() if k not in _URL_KEYS}
         return ElicitUrlRequest(message=message, url=url, extra=extra)
     if mode != "form":
         raise CodecError(f"unknown elicitation mode {mode!r}", path=f"{path}.mode")
@@ -277,8 +285,10 @@ def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | Elic
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise CodecError("requestedSchema must be an object schema", path=f"{path}.requestedSchema")
     if not isinstance(schema.get("properties"), dict):
-        raise CodecError("requestedSchema.properties must be an object", path=f"{path}.requestedSchema")
-    extra = {k: v for k, v in params.items() if k not in {"mode", "message", "requestedSchema"}}
+        raise CodecError(
+            "requestedSchema.properties must be an object", path=f"{path}.requestedSchema"
+        )
+    extra = {k: v for k, v in params.items() if k not in _FORM_KEYS}
     return ElicitFormRequest(message=message, requested_schema=schema, extra=extra)
 
 
@@ -367,10 +377,33 @@ def structure_input_required(obj: Any, *, path: str = "result") -> InputRequired
     if raw_requests is not None:
         if not isinstance(raw_requests, dict):
             raise CodecError("inputRequests must be an object", path=f"{path}.inputRequests")
-        requests = {
-            key: structure_input_request(value, path=f"{path}.inputRequests.{key}")
-            for key, value in raw_requests.items()
-        }
+        requests = {}
+        for key, value in raw_requests.items():
+            # Fast path for the commonest entry, a well-formed form-mode elicitation: the
+            # same checks as _structure_elicit, on exact types. Anything it does not
+            # accept takes the full path, which gives every error (and its path).
+            if type(value) is dict and value.get("method") == ELICITATION_CREATE:
+                params = value.get("params")
+                if type(params) is dict:
+                    message = params.get("message")
+                    schema = params.get("requestedSchema")
+                    if (
+                        type(message) is str
+                        and params.get("mode", "form") == "form"
+                        and type(schema) is dict
+                        and schema.get("type") == "object"
+                        and type(schema.get("properties")) is dict
+                    ):
+                        requests[key] = ElicitFormRequest(
+                            message=message,
+                            requested_schema=schema,
+                            # message and requestedSchema are there: no other key?
+                            extra={} if len(params) == 2 + ("mode" in params) else {
+                                k: v for k, v in params.items() if k not in _FORM_KEYS
+                            },
+                        )
+                        continue
+            requests[key] = structure_input_request(value, path=f"{path}.inputRequests.{key}")
     if not requests and state is None:
         raise CodecError(
             "input_required result carries neither inputRequests nor requestState", path=path

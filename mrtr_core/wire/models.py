@@ -7,7 +7,7 @@ mapping where the wire type is open, so unknown fields survive a round trip.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import attrs
 
@@ -141,6 +141,8 @@ class RequestMeta:
 
 
 # --- input requests (bare {method, params}; digest §1.5) -------------------------------
+# ``method`` (and ``mode``) are constants of each class, not per-instance fields: nothing to
+# store when a request is built, one per entry of every input_required result.
 
 
 @attrs.frozen(kw_only=True)
@@ -151,8 +153,8 @@ class ElicitFormRequest:
     requested_schema: JsonObject
     extra: JsonObject = attrs.field(factory=_empty)
 
-    method: Literal["elicitation/create"] = attrs.field(default=ELICITATION_CREATE, init=False)
-    mode: Literal["form"] = attrs.field(default="form", init=False)
+    method: ClassVar[Literal["elicitation/create"]] = ELICITATION_CREATE
+    mode: ClassVar[Literal["form"]] = "form"
 
 
 @attrs.frozen(kw_only=True)
@@ -163,8 +165,8 @@ class ElicitUrlRequest:
     url: str
     extra: JsonObject = attrs.field(factory=_empty)
 
-    method: Literal["elicitation/create"] = attrs.field(default=ELICITATION_CREATE, init=False)
-    mode: Literal["url"] = attrs.field(default="url", init=False)
+    method: ClassVar[Literal["elicitation/create"]] = ELICITATION_CREATE
+    mode: ClassVar[Literal["url"]] = "url"
 
 
 @attrs.frozen(kw_only=True)
@@ -176,9 +178,7 @@ class CreateMessageRequest:
     system_prompt: str | None = None
     extra: JsonObject = attrs.field(factory=_empty)
 
-    method: Literal["sampling/createMessage"] = attrs.field(
-        default=SAMPLING_CREATE_MESSAGE, init=False
-    )
+    method: ClassVar[Literal["sampling/createMessage"]] = SAMPLING_CREATE_MESSAGE
 
 
 @attrs.frozen(kw_only=True)
@@ -187,10 +187,12 @@ class ListRootsRequest:
 
     meta: JsonObject | None = None
 
-    method: Literal["roots/list"] = attrs.field(default=ROOTS_LIST, init=False)
+    method: ClassVar[Literal["roots/list"]] = ROOTS_LIST
 
 
-InputRequest: TypeAlias = ElicitFormRequest | ElicitUrlRequest | CreateMessageRequest | ListRootsRequest
+InputRequest: TypeAlias = (
+    ElicitFormRequest | ElicitUrlRequest | CreateMessageRequest | ListRootsRequest
+)
 
 
 # --- input responses (no resultType, no discriminator; digest §1.6) -----------------------

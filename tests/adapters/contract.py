@@ -13,7 +13,7 @@ import random
 from typing import Any, TypeVar
 
 import pytest
-from adapter_harness import Answer, Outcome, Raise, Runtime
+from adapter_harness import Answer, AsyncioRuntime, Outcome, Raise, Runtime, make_runtime
 
 from mrtr_core.app import App, drive_sync
 from mrtr_core.client import ClientLimits, InputNeeded, RoundFulfilled, RoundStarted, pacing_delay
@@ -360,6 +360,32 @@ def test_late_manual_answer_is_never_sent(rt: Runtime) -> None:
                                           "change_ticket": TICKET_DICT})
     error_of(late, FlowDeadlineError)
     assert len(server.requests) == 1
+
+
+def test_saved_data_resumes_on_another_clock_with_the_budget_it_had_left(rt: Runtime) -> None:
+    server = ScriptedServer([DEPLOY_ROUND, input_required({"a": CONFIRM}, state="s2"),
+                             DEPLOYED])
+    rt.advance(1000)  # the saving clock reads 1000 and more
+    h = rt.client(server, auto=False, elicitation=deploy_handlers(),
+                  limits=ClientLimits(flow_timeout=5))
+    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    saved = json.dumps(pending.data)  # no time of this clock in it
+    assert json.loads(saved)["flow_time_left"] == 5.0
+    rt.advance(60)  # time in storage is not counted: no clock spans both processes
+    elsewhere = make_runtime(rt.name)  # another process: a clock that reads 0
+    try:
+        later = elsewhere.client(server)
+        answers = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+        second = error_of(elsewhere.call(later, "resume", json.loads(saved), answers),
+                          InputRequired)
+        assert second.round == 2 and second.data["flow_time_left"] == 5.0
+        assert server.params[1]["requestState"] == "s1"
+        elsewhere.advance(6)  # waited on one clock: counted; the 5 s left are spent
+        error_of(elsewhere.call(later, "resume", second, {"a": CONFIRMED}), FlowDeadlineError)
+        assert len(server.requests) == 2
+    finally:
+        if isinstance(elsewhere, AsyncioRuntime):
+            elsewhere.shutdown()
 
 
 # --- observability ---------------------------------------------------------------------------

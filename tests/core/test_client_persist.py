@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random as random_module
 from typing import Any
 
 import pytest
@@ -37,8 +38,10 @@ from mrtr_core.client import (
     HandlerReturned,
     InputNeeded,
     RoundStarted,
+    SavedFlowVersionError,
     TimerFired,
 )
+from mrtr_core.client.driver import ClientBase
 from mrtr_core.errors import (
     CodecError,
     FlowDeadlineError,
@@ -50,6 +53,7 @@ from mrtr_core.wire import (
     ClientCapabilities,
     ElicitationCapability,
     ElicitResult,
+    Implementation,
     InputRequiredResult,
     ListRootsResult,
     RequestMeta,
@@ -186,10 +190,10 @@ def test_a_manual_flow_survives_a_json_round_trip_into_another_process() -> None
     flow = manual_flow(limits=ClientLimits(pacing_jitter=0.0, flow_timeout=None),
                        ids=Ids(prefix="a-"))
     to_handlers(flow, {"confirm": form(), "where": roots()}, state)
-    data = json_round_trip(flow.to_data())
+    data = json_round_trip(flow.to_data(1.0))
     assert data["format"] == SAVED_FLOW_FORMAT
 
-    restored = ClientFlow.from_data(data, next_id=Ids(prefix="b-"))
+    restored = ClientFlow.from_data(data, now=500.0, next_id=Ids(prefix="b-"))
     assert restored.state is FlowState.AWAITING_ANSWERS
     assert restored.pending_keys == ("confirm", "where")
     assert restored.rounds == 1 and restored.manual
@@ -213,7 +217,8 @@ def test_partial_answers_survive_save_and_restore() -> None:
     flow = manual_flow()
     to_handlers(flow, {"a": form(), "b": form()}, "s1")
     flow.answer({"b": ElicitResult(action="cancel")}, 2.0)
-    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(10))
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data(2.0)), now=2.0,
+                                    next_id=Ids(10))
     assert restored.pending_keys == ("a",)
     retry = last_send(restored.answer({"a": ACCEPT}, 3.0))
     assert retry.message["params"]["inputResponses"]["b"] == {"action": "cancel"}
@@ -223,7 +228,8 @@ def test_a_pacing_flow_survives_save_and_restore() -> None:
     flow = make_flow(limits=ClientLimits(pacing_jitter=0.0, pacing_initial=2.0))
     flow.start(0.0)
     flow.handle(ok(1, irr(None, "wait")), 1.0)
-    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(5))
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data(1.0)), now=1.0,
+                                    next_id=Ids(5))
     assert restored.state is FlowState.PACING and restored.deadline == flow.deadline == 3.0
     retry = last_send(restored.handle(TimerFired(), 3.0))
     assert retry.request_id == 5 and retry.message["params"]["requestState"] == "wait"
@@ -231,7 +237,8 @@ def test_a_pacing_flow_survives_save_and_restore() -> None:
 
 def test_an_idle_flow_survives_save_and_restore() -> None:
     flow = make_flow()
-    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids())
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data(0.0)), now=0.0,
+                                    next_id=Ids())
     assert restored.state is FlowState.IDLE
     assert last_send(restored.start(0.0)).message == last_send(make_flow().start(0.0)).message
 
@@ -239,7 +246,8 @@ def test_an_idle_flow_survives_save_and_restore() -> None:
 def test_restored_flow_needs_a_new_id_source_that_does_not_repeat_the_last_id() -> None:
     flow = manual_flow()
     to_handlers(flow, {"a": form()})
-    restored = ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids(1))
+    restored = ClientFlow.from_data(json_round_trip(flow.to_data(1.0)), now=1.0,
+                                    next_id=Ids(1))
     with pytest.raises(LocalProtocolError, match="repeated"):
         restored.answer({"a": ACCEPT}, 2.0)
 
@@ -247,7 +255,7 @@ def test_restored_flow_needs_a_new_id_source_that_does_not_repeat_the_last_id() 
 def test_restored_flow_needs_a_random_source_when_jitter_is_on() -> None:
     flow = make_flow(limits=ClientLimits(pacing_jitter=0.5))
     with pytest.raises(LocalProtocolError):
-        ClientFlow.from_data(json_round_trip(flow.to_data()), next_id=Ids())
+        ClientFlow.from_data(json_round_trip(flow.to_data(0.0)), now=0.0, next_id=Ids())
 
 
 @pytest.mark.parametrize("where", ["in-flight", "handlers", "complete", "failed"])
@@ -261,14 +269,137 @@ def test_a_flow_cannot_be_saved_while_busy_or_ended(where: str) -> None:
     elif where == "failed":
         flow.handle(CancelRequested(), 1.0)
     with pytest.raises(LocalProtocolError, match="saved"):
-        flow.to_data()
+        flow.to_data(1.0)
+
+
+# --- saved data is clock-independent --------------------------------------------------------------
+
+
+def _awaiting(limits: ClientLimits, *, start: float, response: float) -> ClientFlow:
+    """A manual flow started at ``start`` whose round needing input arrived at ``response``."""
+    flow = manual_flow(limits=limits)
+    first = last_send(flow.start(start))
+    flow.handle(ok(first.request_id, irr({"a": form()}, "s1")), response)
+    return flow
+
+
+def test_restoring_on_another_clock_keeps_the_budget_that_was_left() -> None:
+    # Clock A: started at 900 with a 600 s budget, saved at 1000: 500 s are left.
+    flow = _awaiting(ClientLimits(pacing_jitter=0.0, flow_timeout=600.0),
+                     start=900.0, response=950.0)
+    assert flow.deadline == 1500.0
+    data = json_round_trip(flow.to_data(1000.0))
+    assert data["flow_time_left"] == 500.0
+
+    # Clock B reads 5 when the data is restored: the budget ends at 5 + 500.
+    restored = ClientFlow.from_data(data, now=5.0, next_id=Ids(prefix="b-"))
+    assert restored.deadline == 505.0
+    retry = last_send(restored.answer({"a": ACCEPT}, 504.0))
+    assert retry.message["params"]["requestState"] == "s1"
+
+    late = ClientFlow.from_data(data, now=5.0, next_id=Ids(prefix="c-"))
+    [fail] = late.answer({"a": ACCEPT}, 505.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, FlowDeadlineError)
+    timed_out = ClientFlow.from_data(data, now=5.0, next_id=Ids(prefix="d-"))
+    [fail] = timed_out.handle(TimerFired(), 505.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, FlowDeadlineError)
+
+
+def test_restoring_on_another_clock_keeps_the_pacing_wait_that_was_left() -> None:
+    flow = make_flow(limits=ClientLimits(pacing_jitter=0.0, pacing_initial=2.0))
+    first = last_send(flow.start(1000.0))
+    flow.handle(ok(first.request_id, irr(None, "wait")), 1001.0)
+    assert flow.deadline == 1003.0
+    data = json_round_trip(flow.to_data(1002.5))
+    assert data["pacing_time_left"] == 0.5 and data["flow_time_left"] == 597.5
+
+    restored = ClientFlow.from_data(data, now=5.0, next_id=Ids(7))
+    assert restored.state is FlowState.PACING and restored.deadline == 5.5
+    assert restored.handle(TimerFired(), 5.4) == []  # early: nothing yet
+    retry = last_send(restored.handle(TimerFired(), 5.5))
+    assert retry.request_id == 7 and retry.message["params"]["requestState"] == "wait"
+
+
+def test_saved_data_names_no_time_of_the_saving_clock() -> None:
+    # The same flow on two clocks that differ by an offset saves the same data.
+    limits = ClientLimits(pacing_jitter=0.0, flow_timeout=60.0)
+    on_a = _awaiting(limits, start=0.0, response=1.0)
+    on_b = _awaiting(limits, start=4096.0, response=4097.0)
+    data = on_a.to_data(2.0)
+    assert data == on_b.to_data(4098.0)
+    assert data["flow_time_left"] == 58.0 and data["pacing_time_left"] is None
+    assert json_round_trip(data) == data  # plain JSON, unchanged by a JSON store
+
+
+def test_a_budget_spent_before_the_save_stays_spent() -> None:
+    flow = _awaiting(ClientLimits(pacing_jitter=0.0, flow_timeout=10.0), start=0.0,
+                     response=1.0)
+    data = json_round_trip(flow.to_data(30.0))
+    assert data["flow_time_left"] == 0.0
+    restored = ClientFlow.from_data(data, now=3.0, next_id=Ids(9))
+    [fail] = restored.answer({"a": ACCEPT}, 3.0)
+    assert isinstance(fail, Fail) and isinstance(fail.error, FlowDeadlineError)
+
+
+def test_saving_and_restoring_refuse_time_running_backwards() -> None:
+    flow = _awaiting(ClientLimits(pacing_jitter=0.0), start=0.0, response=10.0)
+    with pytest.raises(LocalProtocolError, match="backwards"):
+        flow.to_data(9.0)
+    restored = ClientFlow.from_data(flow.to_data(10.0), now=50.0, next_id=Ids(9))
+    with pytest.raises(LocalProtocolError, match="backwards"):
+        restored.answer({"a": ACCEPT}, 49.0)
+    assert restored.pending_keys == ("a",)
+
+
+@pytest.mark.parametrize("version", ["mrtr.client-flow/1", "mrtr.client-flow/3",
+                                     "mrtr.client-flow/"])
+def test_data_of_another_format_version_is_refused_with_a_typed_error(version: str) -> None:
+    data = {**_saved(), "format": version}
+    with pytest.raises(SavedFlowVersionError, match="not supported") as caught:
+        ClientFlow.from_data(data, now=0.0, next_id=Ids(100))
+    assert isinstance(caught.value, LocalProtocolError)
+    assert caught.value.found == version
+    assert caught.value.supported == SAVED_FLOW_FORMAT == "mrtr.client-flow/2"
+
+
+def test_a_version_1_flow_is_refused_with_the_reason() -> None:
+    data = {**_saved(), "format": "mrtr.client-flow/1", "flow_deadline": 600.0,
+            "wake_at": None}
+    with pytest.raises(SavedFlowVersionError, match="rebased"):
+        ClientFlow.from_data(data, now=0.0, next_id=Ids(100))
+
+
+def _driver() -> ClientBase[Any]:
+    return ClientBase(client_info=Implementation(name="t", version="1"), elicitation=None,
+                      elicitation_form=True, elicitation_url=False, sampling=None, roots=None,
+                      capabilities=None, limits=None, random=random_module.Random(0).random,
+                      on_event=None, auto=False)
+
+
+def test_a_driver_counts_the_wait_only_on_the_clock_the_round_was_saved_on() -> None:
+    flow = manual_flow(limits=ClientLimits(pacing_jitter=0.0, flow_timeout=60.0))
+    first = last_send(flow.start(90.0))
+    [_, await_] = flow.handle(ok(first.request_id, irr({"a": form()}, "s1")), 100.0)
+    assert isinstance(await_, AwaitAnswers)
+    clock, other_clock = object(), object()
+    pending = _driver().input_required(await_, flow, 100.0, clock)
+    assert (pending.saved_at, pending.clock) == (100.0, clock)
+    assert pending.data["flow_time_left"] == 50.0
+    # Resumed on the same clock: restored as of the save, so the wait counts.
+    assert _driver().restore_flow(pending, 130.0, clock).deadline == 150.0
+    # Another clock, or the bare data: the budget left carries over from now.
+    assert _driver().restore_flow(pending, 130.0, other_clock).deadline == 180.0
+    assert _driver().restore_flow(pending.data, 130.0, clock).deadline == 180.0
+    assert _driver().restore_flow(pending, 130.0).deadline == 180.0
+    # A "same" clock that reads before the save is not the same clock.
+    assert _driver().restore_flow(pending, 5.0, clock).deadline == 55.0
 
 
 def _saved() -> dict[str, Any]:
     flow = manual_flow()
     to_handlers(flow, {"a": form(), "b": form()}, "s1")
     flow.answer({"a": ACCEPT}, 2.0)
-    data: dict[str, Any] = json_round_trip(flow.to_data())
+    data: dict[str, Any] = json_round_trip(flow.to_data(2.0))
     return data
 
 
@@ -296,12 +427,20 @@ CORRUPTIONS: dict[str, Any] = {
     "answers-all": lambda d: {**d, "answers": {"a": {"action": "accept"},
                                                "b": {"action": "accept"}}},
     "not-manual": lambda d: {**d, "manual": False},
-    "deadline-str": lambda d: {**d, "flow_deadline": "soon"},
+    "time-left-str": lambda d: {**d, "flow_time_left": "soon"},
+    "time-left-negative": lambda d: {**d, "flow_time_left": -1.0},
+    "time-left-infinite": lambda d: {**d, "flow_time_left": float("inf")},
+    "time-left-over-budget": lambda d: {**d, "flow_time_left": 601.0},
+    "time-left-missing": lambda d: {**d, "flow_time_left": None},
+    "time-left-without-budget": lambda d: {**d, "limits": {**d["limits"],
+                                                           "flow_timeout": None}},
+    "no-time-left": lambda d: {k: v for k, v in d.items() if k != "flow_time_left"},
+    "pacing-left-while-awaiting": lambda d: {**d, "pacing_time_left": 0.5},
     "streak-negative": lambda d: {**d, "streak": -2},
     "seeded-awaiting": lambda d: {**d, "seeded": True},
     "idle-with-rounds": lambda d: {**d, "state": "idle"},
     "pacing-with-requests": lambda d: {**d, "state": "pacing", "answers": {},
-                                       "wake_at": 5.0},
+                                       "pacing_time_left": 0.5},
 }
 
 
@@ -309,7 +448,40 @@ CORRUPTIONS: dict[str, Any] = {
 def test_from_data_rejects_bad_data(corrupt: str) -> None:
     data = CORRUPTIONS[corrupt](_saved())
     with pytest.raises(LocalProtocolError, match="saved flow"):
-        ClientFlow.from_data(data, next_id=Ids(100))
+        ClientFlow.from_data(data, now=100.0, next_id=Ids(100))
+
+
+def _saved_idle() -> dict[str, Any]:
+    data: dict[str, Any] = json_round_trip(make_flow().to_data(0.0))
+    return data
+
+
+def _saved_pacing() -> dict[str, Any]:
+    flow = make_flow(limits=ClientLimits(pacing_jitter=0.0, pacing_initial=1.0,
+                                         pacing_max=2.0))
+    flow.start(0.0)
+    flow.handle(ok(1, irr(None, "wait")), 1.0)
+    data: dict[str, Any] = json_round_trip(flow.to_data(1.5))
+    return data
+
+
+@pytest.mark.parametrize(
+    ("saved", "change"),
+    [
+        (_saved_idle, {"flow_time_left": 5.0}),
+        (_saved_idle, {"pacing_time_left": 1.0}),
+        (_saved_pacing, {"pacing_time_left": 2.5}),
+        (_saved_pacing, {"pacing_time_left": None}),
+        (_saved_pacing, {"pacing_time_left": True}),
+    ],
+    ids=["idle-budget", "idle-pacing", "pacing-over-max", "pacing-missing", "pacing-bool"],
+)
+def test_from_data_rejects_timers_the_state_cannot_have(saved: Any,
+                                                        change: dict[str, Any]) -> None:
+    data = saved()
+    ClientFlow.from_data(data, now=0.0, next_id=Ids(100))  # as saved: fine
+    with pytest.raises(LocalProtocolError, match="saved flow"):
+        ClientFlow.from_data({**data, **change}, now=0.0, next_id=Ids(100))
 
 
 # --- resume from a stored input_required result --------------------------------------------------
@@ -373,7 +545,8 @@ def test_a_resumed_manual_flow_awaits_answers() -> None:
                                 handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER,
                                 manual=True)
     assert names(resumed.start(0.0)) == ["InputNeeded", "AwaitAnswers"]
-    restored = ClientFlow.from_data(json_round_trip(resumed.to_data()), next_id=Ids(9))
+    restored = ClientFlow.from_data(json_round_trip(resumed.to_data(0.0)), now=0.0,
+                                    next_id=Ids(9))
     assert restored.pending_keys == ("a",)
     assert last_send(restored.answer({"a": ACCEPT}, 1.0)).request_id == 9
 
@@ -381,7 +554,8 @@ def test_a_resumed_manual_flow_awaits_answers() -> None:
 def test_a_seeded_idle_flow_survives_save_and_restore() -> None:
     resumed = ClientFlow.resume("tools/call", PARAMS, irr({"a": form()}, "s"), meta=META,
                                 handled_kinds=ALL_KINDS, next_id=Ids(), limits=NO_JITTER)
-    restored = ClientFlow.from_data(json_round_trip(resumed.to_data()), next_id=Ids())
+    restored = ClientFlow.from_data(json_round_trip(resumed.to_data(0.0)), now=0.0,
+                                    next_id=Ids())
     assert names(restored.start(0.0)) == ["InputNeeded", "InvokeHandler"]
 
 
