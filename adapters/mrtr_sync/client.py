@@ -106,6 +106,14 @@ class Client(ClientBase[Handler]):
         self.transport = transport
         self.clock = clock or SystemClock()
         self.max_workers = max_workers
+        # One handler pool for the client's life (a pool per call cost a third of a sync
+        # MRTR call's client CPU). A call whose round needs more threads than the pool has
+        # free (a handler that ignored cancellation still holds its thread) gets a pool of
+        # its own, so a round's handlers always run at once.
+        self._pool: Executor | None = None
+        self._pool_size = 0
+        self._pool_busy = 0
+        self._pool_lock = threading.Lock()
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
@@ -153,8 +161,31 @@ class Client(ClientBase[Handler]):
         return self._drive(flow, flow.answer(answers, now))
 
     def close(self) -> None:
-        """Close the transport."""
+        """Close the transport and the handler pool (running handlers are not waited for)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         self.transport.close()
+
+    def _pool_for(self, workers: int) -> tuple[Executor, bool]:
+        """The pool a call's handlers run on, and whether the call owns it (and shuts it
+        down): the shared pool with ``workers`` threads reserved for the call when it has
+        them free, else a new pool."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool_size = max(workers, self.max_workers or 0)
+                self._pool = self.clock.executor(self._pool_size)
+            if self._pool_busy + workers <= self._pool_size:
+                self._pool_busy += workers
+                return self._pool, False
+        return self.clock.executor(workers), True
+
+    def _release(self, threads: int) -> None:
+        """Give back threads of the shared pool reserved by a call."""
+        with self._pool_lock:
+            self._pool_busy -= threads
+
 
     def __enter__(self) -> Client:
         return self
@@ -227,15 +258,19 @@ class _Handlers:
         self._client = client
         self._workers = workers
         self._executor: Executor | None = None
+        self._owned = False
+        self._submitted: list[Future[Any]] = []
         self.running: dict[str, Future[Any]] = {}
         self._cancel_events: dict[str, threading.Event] = {}
 
     def start(self, cmd: InvokeHandler) -> None:
         if self._executor is None:
-            self._executor = self._client.clock.executor(self._workers)
+            self._executor, self._owned = self._client._pool_for(self._workers)
         fn = self._client.handlers.for_kind(cmd.request.method)
         cancel = self._cancel_events[cmd.key] = threading.Event()
-        self.running[cmd.key] = self._executor.submit(_invoke, fn, cmd, cancel)
+        future = self._executor.submit(_invoke, fn, cmd, cancel)
+        self._submitted.append(future)
+        self.running[cmd.key] = future
 
     def pop_done(self) -> ClientEvent | None:
         """The outcome of the first finished handler, in invocation order."""
@@ -256,8 +291,17 @@ class _Handlers:
 
     def close(self) -> None:
         self.cancel(tuple(self.running))
-        if self._executor is not None:
+        if self._executor is None:
+            return
+        if self._owned:
             self._executor.shutdown(wait=False, cancel_futures=True)
+            return
+        # A handler that ignored cancellation keeps its thread (and its share of the
+        # reservation) until it returns; the rest goes back to the shared pool now.
+        abandoned = [future for future in self._submitted if not future.done()]
+        self._client._release(self._workers - len(abandoned))
+        for future in abandoned:
+            future.add_done_callback(lambda _: self._client._release(1))
 
 
 def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event) -> Any:
@@ -269,8 +313,22 @@ def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event) -> 
     return fn(cmd.request, cmd.key)
 
 
+_TAKES_CANCEL: dict[Any, bool] = {}
+
+
 def _takes_cancel(fn: Handler) -> bool:
     try:
-        return "cancel" in inspect.signature(fn).parameters
+        return _TAKES_CANCEL[fn]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    try:
+        takes = "cancel" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # no signature to inspect (some builtins)
-        return False
+        takes = False
+    try:
+        if len(_TAKES_CANCEL) > 256:
+            _TAKES_CANCEL.clear()
+        _TAKES_CANCEL[fn] = takes
+    except TypeError:
+        pass
+    return takes

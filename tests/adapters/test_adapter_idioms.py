@@ -129,6 +129,54 @@ def test_sync_abandons_a_handler_without_a_cancel_event() -> None:
     assert len(server.requests) == 1
 
 
+class CountingClock(VirtualClock):
+    """A virtual clock that counts the handler pools a client asks it for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pools: list[int] = []
+
+    def executor(self, max_workers: int):  # type: ignore[no-untyped-def]
+        self.pools.append(max_workers)
+        return super().executor(max_workers)
+
+
+def test_sync_client_keeps_one_handler_pool_across_calls() -> None:
+    clock = CountingClock()
+    server = ScriptedServer([ASK, DONE, ASK, DONE, ASK, DONE])
+    client = mrtr_sync.Client(mrtr_sync.MemoryTransport(server, clock=clock), clock=clock,
+                              elicitation=lambda request, key: YES)
+    for _ in range(3):
+        assert client.call_tool("t") == DONE
+    assert clock.pools == [client.limits.max_input_requests]
+    client.close()
+
+
+def test_sync_client_gives_a_round_its_own_pool_when_abandoned_handlers_hold_threads() -> None:
+    clock = CountingClock()
+    release = threading.Event()
+
+    def stubborn(request: object, key: str) -> ElicitResult:  # ignores cancellation
+        clock.sleep(10, interrupt=release)
+        return YES
+
+    def fails(request: object, key: str) -> ElicitResult:
+        raise ValueError("no")
+
+    ask_two = input_required({"a": elicit_form("a", {}), "b": elicit_form("b", {})}, state="s")
+    server = ScriptedServer([ask_two, ASK, DONE])
+    table = {"a": stubborn, "b": fails, "ok": lambda request, key: YES}
+    client = mrtr_sync.Client(mrtr_sync.MemoryTransport(server, clock=clock), clock=clock,
+                              elicitation=lambda request, key: table[key](request, key),
+                              max_workers=2)
+    with pytest.raises(HandlerFailedError):
+        client.call_tool("t")  # "a" keeps one of the pool's two threads
+    assert client.call_tool("t") == DONE
+    assert clock.pools == [2, 2]  # the second call could not count on two free threads
+    release.set()
+    client.close()
+
+
 def test_sync_client_on_the_system_clock() -> None:
     server = ScriptedServer([ASK, DONE])
     with mrtr_sync.Client(mrtr_sync.MemoryTransport(server), elicitation=lambda r, k: YES) as c:
