@@ -12,12 +12,12 @@ Subpackages, each with its own ``__all__``:
 - :mod:`mrtr_core.state`: ``requestState`` sealing, key ring, binding, replay guard protocol.
 - :mod:`mrtr_core.app`: a minimal MCP 2026-07-28 server surface.
 - :mod:`mrtr_core.jsonrpc`, :mod:`mrtr_core.http`, :mod:`mrtr_core.stdio`: framing, bytes in
-  and bytes out.
+  and bytes out; :mod:`mrtr_core.jsontext`: compact and canonical JSON text.
 - :mod:`mrtr_core.sim`: the deterministic simulator.
 - :mod:`mrtr_core.errors`: the error tree.
 """
 
-from mrtr_core import app, client, errors, http, jsonrpc, server, state, stdio, wire
+from mrtr_core import app, client, errors, http, jsonrpc, jsontext, server, state, stdio, wire
 from mrtr_core.app import App
 from mrtr_core.client import ClientFlow, ClientLimits
 from mrtr_core.errors import MrtrError
@@ -38,6 +38,7 @@ __all__ = [
     "errors",
     "http",
     "jsonrpc",
+    "jsontext",
     "server",
     "state",
     "stdio",

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from mrtr_core import jsontext
 from mrtr_core.errors import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -183,6 +184,16 @@ def _depth_exceeds(value: Any, max_depth: int) -> bool:
     return False
 
 
+_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+_BOM_ERROR: Final = json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", "", 0)
+_ENCODE: Final = jsontext.reusable(
+    json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+)
+_ENCODE_ASCII: Final = jsontext.reusable(
+    json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+)
+
+
 def decode(
     data: bytes | bytearray,
     *,
@@ -208,8 +219,10 @@ def decode(
         text = bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParseError(f"message is not valid UTF-8: {exc.reason}") from None
+    if text.startswith("\ufeff"):  # as json.loads does for str input
+        raise ParseError(f"message is not valid JSON: {_BOM_ERROR}") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = _DECODE(text)
     except RecursionError:
         raise ParseError(f"message nests deeper than {max_depth} levels") from None
     except ValueError as exc:  # JSONDecodeError, NaN/Infinity, over-long integer literals
@@ -231,13 +244,13 @@ def encode(message: Mapping[str, Any]) -> bytes:
         LocalProtocolError: The message is not JSON-serialisable (e.g. it holds ``NaN``).
     """
     try:
-        text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = _ENCODE(message)
     except (TypeError, ValueError) as exc:
         raise LocalProtocolError(f"message is not JSON-serialisable: {exc}") from None
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: fall back to \\u escapes
-        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+        return _ENCODE_ASCII(message).encode("ascii")
 
 
 # -- classifying ---------------------------------------------------------------------------

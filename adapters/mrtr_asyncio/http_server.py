@@ -161,6 +161,9 @@ class HttpServer:
     async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         if data:
             writer.write(data)
+            if not writer.transport.get_write_buffer_size():
+                await writer.drain()  # all written: drain cannot wait, no timer needed
+                return
             async with asyncio.timeout(self.read_timeout):
                 await writer.drain()
 
@@ -172,11 +175,20 @@ class HttpServer:
     ) -> Reply | None:
         try:
             principal = self.principal(event.headers) if self.principal is not None else None
-            step = self.app.receive(event.message, now=self.clock(), principal=principal)
+            step = self.app.receive(
+                event.message, now=self.clock(), principal=principal, parsed=event.parsed
+            )
         except Exception as exc:
             return internal_error_reply(event.request_id, exc)
         if not isinstance(step, RunHandler):
             return step
+        if not step.may_suspend and step.run.claim is None:
+            # A plain function runs without yielding to the loop: nothing can observe the
+            # client going away meanwhile, so no reader task is needed.
+            try:
+                return await run_step(self.app, step, clock=self.clock, guard=self.guard)
+            except Exception as exc:
+                return internal_error_reply(event.request_id, exc)
         handler = asyncio.create_task(run_step(self.app, step, clock=self.clock, guard=self.guard))
         budget = self.config.max_body_bytes + self.config.max_header_bytes
         read: asyncio.Task[bytes] | None = None

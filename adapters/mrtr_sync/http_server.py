@@ -208,7 +208,9 @@ class HttpServer:
         try:
             principal = self.principal(event.headers) if self.principal is not None else None
             now = self.clock()
-            step = self.app.receive(event.message, now=now, principal=principal)
+            step = self.app.receive(
+                event.message, now=now, principal=principal, parsed=event.parsed
+            )
             if isinstance(step, RunHandler):
                 return run_step(self.app, step, clock=self.clock, guard=self.guard)
             return step

@@ -126,11 +126,20 @@ class _Server:
     ) -> Reply | None:
         try:
             principal = self.principal(event.headers) if self.principal is not None else None
-            step = self.app.receive(event.message, now=self.clock(), principal=principal)
+            step = self.app.receive(
+                event.message, now=self.clock(), principal=principal, parsed=event.parsed
+            )
         except Exception as exc:
             return internal_error_reply(event.request_id, exc)
         if not isinstance(step, RunHandler):
             return step
+        if not step.may_suspend and step.run.claim is None:
+            # A plain function runs without a checkpoint: nothing can observe the client
+            # going away meanwhile, so no watcher task is needed.
+            try:
+                return await run_step(self.app, step, clock=self.clock, guard=self.guard)
+            except Exception as exc:
+                return internal_error_reply(event.request_id, exc)
         reply: Reply | None = None
         gone = False
 

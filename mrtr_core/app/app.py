@@ -21,6 +21,7 @@ Validation order (digest §3.5, after the transport's own parse and header check
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -53,7 +54,8 @@ from mrtr_core.errors import (
 from mrtr_core.jsonrpc import MessageError, Notification, Request, parse_request
 from mrtr_core.server import Completed, HandlerSpec, NeedsInput, ServerEngine, ServerLimits
 from mrtr_core.state import StateCodec
-from mrtr_core.wire.converter import META_SERVER_INFO, structure_params, structure_request_meta
+from mrtr_core.wire.converter import META_SERVER_INFO
+from mrtr_core.wire.fast import read_params, read_request_meta
 from mrtr_core.wire.models import (
     CALL_TOOL,
     GET_PROMPT,
@@ -86,6 +88,13 @@ REMOVED_METHODS: Final = frozenset({
 _MISSING: Final = object()
 
 _Route = Callable[[Request, RequestMeta, float, "str | None"], "Reply | RunHandler"]
+
+
+def _may_suspend(handler: Callable[..., Any]) -> bool:
+    """Whether calling ``handler`` may give an awaitable (anything but a plain function)."""
+    if inspect.isfunction(handler) or inspect.ismethod(handler):
+        return inspect.iscoroutinefunction(handler) or inspect.isasyncgenfunction(handler)
+    return True
 
 
 class App:
@@ -133,6 +142,7 @@ class App:
         self._templates: dict[str, ResourceTemplateDef] = {}
         self._completer: Completer | None = None
         self._progress = ProgressBook()
+        self._may_suspend: dict[Callable[..., Any], bool] = {}
 
     # --- registration ------------------------------------------------------------------
 
@@ -323,7 +333,12 @@ class App:
     # --- the sans-IO entry points --------------------------------------------------------
 
     def receive(
-        self, message: object, *, now: float, principal: str | None = None
+        self,
+        message: object,
+        *,
+        now: float,
+        principal: str | None = None,
+        parsed: Request | Notification | None = None,
     ) -> Reply | RunHandler:
         """Take one decoded JSON-RPC message.
 
@@ -331,15 +346,20 @@ class App:
             message: The decoded JSON value (the transport already refused non-JSON, -32700).
             now: The current time (seconds, the clock the codec's tokens use).
             principal: The authenticated user (bound into ``requestState``), if any.
+            parsed: ``jsonrpc.parse_request(message)`` when the transport already classified
+                this very message (its ``raw`` must be ``message``); it is not parsed again.
 
         Returns:
             A :class:`Reply` to send, or a :class:`RunHandler` the driver must run and then
             pass to :meth:`complete`.
         """
-        try:
-            msg = parse_request(message)
-        except MessageError as exc:
-            return Reply.error(exc.request_id, JsonRpcError(exc.jsonrpc_code, str(exc)))
+        if parsed is not None and parsed.raw is message:
+            msg: Request | Notification = parsed
+        else:
+            try:
+                msg = parse_request(message)
+            except MessageError as exc:
+                return Reply.error(exc.request_id, JsonRpcError(exc.jsonrpc_code, str(exc)))
         if isinstance(msg, Notification):
             # Notifications get no response (HTTP: 202, empty body; digest §3.3).
             return Reply.accepted()
@@ -453,7 +473,7 @@ class App:
         # Per-request _meta is required on every request, retries included (digest §1.7).
         raw = None if params is None else params.get("_meta")
         try:
-            meta = structure_request_meta(raw)
+            meta = read_request_meta(raw)
         except CodecError as exc:
             raise JsonRpcError(INVALID_PARAMS, f"invalid request _meta: {exc}") from None
         if meta.protocol_version not in SUPPORTED_VERSIONS:
@@ -542,9 +562,10 @@ class App:
 
     # --- MRTR methods --------------------------------------------------------------------
 
-    def _params(self, msg: Request) -> MrtrParams:
+    def _params(self, msg: Request, meta: RequestMeta) -> MrtrParams:
+        # ``meta`` was read from these params by _check_meta: it is not read twice.
         try:
-            return structure_params(msg.method, msg.params)
+            return read_params(msg.method, msg.params, meta=meta)
         except CodecError as exc:
             raise JsonRpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
 
@@ -575,11 +596,21 @@ class App:
             target=params.target,
             finish=finish,
             notifications=notes,
+            may_suspend=self._suspends(handler),
         )
+
+    def _suspends(self, handler: Callable[..., Any]) -> bool:
+        try:
+            return self._may_suspend[handler]
+        except KeyError:
+            found = self._may_suspend[handler] = _may_suspend(handler)
+            return found
+        except TypeError:  # an unhashable callable object
+            return _may_suspend(handler)
 
     def _call_tool(self, msg: Request, meta: RequestMeta, now: float,
                    principal: str | None) -> RunHandler:
-        params = self._params(msg)
+        params = self._params(msg, meta)
         assert isinstance(params, CallToolParams)
         tool = self._tools.get(params.name)
         if tool is None:
@@ -598,7 +629,7 @@ class App:
 
     def _get_prompt(self, msg: Request, meta: RequestMeta, now: float,
                     principal: str | None) -> RunHandler:
-        params = self._params(msg)
+        params = self._params(msg, meta)
         assert isinstance(params, GetPromptParams)
         prompt = self._prompts.get(params.name)
         if prompt is None:
@@ -617,7 +648,7 @@ class App:
 
     def _read_resource(self, msg: Request, meta: RequestMeta, now: float,
                        principal: str | None) -> RunHandler:
-        params = self._params(msg)
+        params = self._params(msg, meta)
         assert isinstance(params, ReadResourceParams)
         uri = params.uri
         entry: ResourceDef | ResourceTemplateDef | None = self._resources.get(uri)

@@ -18,10 +18,12 @@ from typing import Any, Final, Literal
 import attrs
 import jsonschema
 
+from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
     "CacheScope",
+    "CallPlan",
     "Completer",
     "PromptArgument",
     "PromptDef",
@@ -154,6 +156,68 @@ def first_paragraph(doc: str | None) -> str | None:
     return text.split("\n\n", 1)[0].replace("\n", " ") or None
 
 
+@attrs.frozen
+class CallPlan:
+    """What binding ``handler(ctx, **arguments)`` needs, read from the signature once.
+
+    :meth:`problem` answers exactly what ``inspect.signature(handler).bind(None,
+    **arguments)`` would: ``None`` when it binds, else the ``TypeError`` text. The common
+    case (keyword parameters after ``ctx``) is decided from sets of names; anything else
+    (positional-only parameters after ``ctx``, a binding that fails) asks the signature.
+    """
+
+    signature: inspect.Signature
+    names: frozenset[str]
+    """Parameters after ``ctx`` that take a keyword argument."""
+    required: tuple[str, ...]
+    """Of those, the ones without a default."""
+    var_keyword: bool
+    """The handler takes ``**kwargs``."""
+    reserved: frozenset[str]
+    """Names that clash with ``ctx`` even with ``**kwargs``."""
+    simple: bool
+    """No positional-only parameter after ``ctx`` (the sets decide the happy path)."""
+
+    @classmethod
+    def of(cls, handler: Callable[..., Any]) -> CallPlan:
+        """The plan of ``handler``."""
+        signature = inspect.signature(handler)
+        params = list(signature.parameters.values())
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        first, rest = (params[0], params[1:]) if params else (None, [])
+        return cls(
+            signature=signature,
+            names=frozenset(p.name for p in rest if p.kind in keyword),
+            required=tuple(
+                p.name for p in rest if p.kind in keyword and p.default is p.empty
+            ),
+            var_keyword=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in rest),
+            reserved=frozenset(
+                [first.name] if first is not None and first.kind in keyword else []
+            ),
+            simple=first is not None
+            and first.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            and not any(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in rest),
+        )
+
+    def problem(self, arguments: Mapping[str, Any]) -> str | None:
+        """Why ``handler(ctx, **arguments)`` cannot be called, or ``None``."""
+        if self.simple:
+            keys = arguments.keys()
+            if all(name in arguments for name in self.required) and (
+                keys.isdisjoint(self.reserved) and all(isinstance(key, str) for key in keys)
+                if self.var_keyword
+                else all(key in self.names for key in keys)
+            ):
+                return None
+        try:
+            self.signature.bind(None, **arguments)
+        except TypeError as exc:
+            return str(exc)
+        return None
+
+
 @attrs.frozen(kw_only=True)
 class ToolDef:
     """A tool: its ``tools/list`` entry and its handler ``(ctx, **arguments)``."""
@@ -163,7 +227,8 @@ class ToolDef:
     input_schema: JsonObject
     handler: Callable[..., Any] = attrs.field(repr=False)
     single_use: bool = False
-    _validator: Any = attrs.field(alias="validator", repr=False, eq=False)
+    _schema: CompiledSchema = attrs.field(alias="schema", repr=False, eq=False)
+    _plan: CallPlan = attrs.field(alias="plan", repr=False, eq=False)
 
     @classmethod
     def build(
@@ -192,7 +257,8 @@ class ToolDef:
             input_schema=schema,
             handler=handler,
             single_use=single_use,
-            validator=jsonschema.Draft202012Validator(schema),
+            schema=CompiledSchema(schema),
+            plan=CallPlan.of(handler),
         )
 
     def to_wire(self) -> JsonObject:
@@ -205,16 +271,14 @@ class ToolDef:
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
         """Why these arguments do not fit the schema or the handler, or ``None``."""
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.path))
-        if errors:
-            first = errors[0]
-            where = "/".join(str(p) for p in first.absolute_path)
-            return f"{first.message}" + (f" (at {where})" if where else "")
-        try:
-            inspect.signature(self.handler).bind(None, **arguments)
-        except TypeError as exc:
-            return str(exc)
-        return None
+        schema = self._schema
+        if not schema.is_valid(arguments):
+            errors = sorted(schema.validator.iter_errors(arguments), key=lambda e: list(e.path))
+            if errors:
+                first = errors[0]
+                where = "/".join(str(p) for p in first.absolute_path)
+                return f"{first.message}" + (f" (at {where})" if where else "")
+        return self._plan.problem(arguments)
 
 
 @attrs.frozen(kw_only=True)

@@ -160,6 +160,10 @@ class RunHandler:
         request_id: The JSON-RPC id being answered.
         method: ``tools/call``, ``prompts/get`` or ``resources/read``.
         target: The tool or prompt name, or the resource URI.
+        may_suspend: ``False`` when the handler is a plain (non-async) function, so running
+            it never yields to an event loop: an async driver may then skip watching the
+            connection while it runs. ``True`` for coroutine functions and for any other
+            callable (which may return an awaitable).
     """
 
     run: EngineRun
@@ -172,6 +176,7 @@ class RunHandler:
     _notifications: list[JsonObject] = attrs.field(
         alias="notifications", factory=list, repr=False
     )
+    may_suspend: bool = True
     done: bool = attrs.field(default=False, init=False)
 
     @property

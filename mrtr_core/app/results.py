@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mrtr_core import jsontext
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.wire.models import JsonObject
 
@@ -41,9 +42,12 @@ def _check_blocks(blocks: Any, what: str) -> list[JsonObject]:
     return blocks
 
 
+_TO_JSON_TEXT = jsontext.reusable(json.JSONEncoder(ensure_ascii=False, allow_nan=False))
+
+
 def _to_json_text(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return _TO_JSON_TEXT(value)
     except (TypeError, ValueError) as exc:
         raise _bad(f"value of type {type(value).__name__} is not JSON ({exc})") from exc
 

@@ -34,6 +34,8 @@ from mrtr_core.http._headers import (
 from mrtr_core.http._params import (
     PARAM_HEADER_PREFIX,
     ParamHeaderRegistry,
+    cached_param_header_paths,
+    check_param_headers,
     param_header_paths,
     param_header_value,
     param_headers,
@@ -79,6 +81,8 @@ __all__ = [
     "SseEvent",
     "SseParser",
     "accepts_json_and_sse",
+    "cached_param_header_paths",
+    "check_param_headers",
     "decode_header_value",
     "encode_header_value",
     "encode_sse_event",

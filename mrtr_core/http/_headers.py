@@ -155,6 +155,19 @@ def media_type(value: str) -> tuple[str, dict[str, str]]:
     return kind.strip().lower(), params
 
 
+_VERDICTS_MAX: Final = 256
+_ACCEPT_VERDICTS: dict[str, bool] = {}
+_CONTENT_TYPE_VERDICTS: dict[str, bool] = {}
+
+
+def _remember(verdicts: dict[str, bool], value: str, verdict: bool) -> bool:
+    # Clients send the same few values on every request: the parse is done once each.
+    if len(verdicts) >= _VERDICTS_MAX:
+        verdicts.clear()
+    verdicts[value] = verdict
+    return verdict
+
+
 def accepts_json_and_sse(accept: str | None) -> bool:
     """Whether an ``Accept`` value lists both ``application/json`` and ``text/event-stream``.
 
@@ -163,6 +176,13 @@ def accepts_json_and_sse(accept: str | None) -> bool:
     """
     if accept is None:
         return False
+    known = _ACCEPT_VERDICTS.get(accept)
+    if known is not None:
+        return known
+    return _remember(_ACCEPT_VERDICTS, accept, _accepts_json_and_sse(accept))
+
+
+def _accepts_json_and_sse(accept: str) -> bool:
     ranges: set[str] = set()
     for item in accept.split(","):
         kind, params = media_type(item)
@@ -181,9 +201,14 @@ def is_json_content_type(value: str | None) -> bool:
     """Whether a ``Content-Type`` is ``application/json`` (UTF-8 when a charset is given)."""
     if value is None:
         return False
+    known = _CONTENT_TYPE_VERDICTS.get(value)
+    if known is not None:
+        return known
     kind, params = media_type(value)
     charset = params.get("charset", "utf-8").lower()
-    return kind == JSON_MEDIA_TYPE and charset in {"utf-8", "utf8"}
+    return _remember(
+        _CONTENT_TYPE_VERDICTS, value, kind == JSON_MEDIA_TYPE and charset in {"utf-8", "utf8"}
+    )
 
 
 def is_localhost_origin(origin: str) -> bool:
@@ -364,9 +389,25 @@ def validate_request_headers(
         )
 
 
+_NAMES: dict[bytes, str] = {}
+_NAMES_MAX: Final = 512
+
+
 def collect_headers(pairs: Iterable[tuple[bytes, bytes]]) -> dict[str, list[bytes]]:
     """Group raw header pairs by lower-cased name, keeping every value in order."""
     out: dict[str, list[bytes]] = {}
+    names = _NAMES
     for name, value in pairs:
-        out.setdefault(bytes(name).decode("ascii", "replace").lower(), []).append(bytes(value))
+        key = names.get(name) if type(name) is bytes else None
+        if key is None:
+            key = bytes(name).decode("ascii", "replace").lower()
+            if type(name) is bytes and len(names) < _NAMES_MAX:
+                names[name] = key  # header names repeat from request to request
+        if type(value) is not bytes:
+            value = bytes(value)
+        found = out.get(key)
+        if found is None:
+            out[key] = [value]
+        else:
+            found.append(value)
     return out

@@ -25,6 +25,8 @@ from mrtr_core.jsonrpc import RequestId
 __all__ = [
     "PARAM_HEADER_PREFIX",
     "ParamHeaderRegistry",
+    "cached_param_header_paths",
+    "check_param_headers",
     "param_header_paths",
     "param_header_value",
     "param_headers",
@@ -98,6 +100,30 @@ def param_header_paths(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, 
     return found
 
 
+# A server checks the same few tool schemas on every tools/call: their annotations are read
+# once. Entries keep the schema itself, so an id is never reused while it is cached.
+_PATHS: dict[int, tuple[Mapping[str, Any], dict[str, tuple[str, ...]] | None]] = {}
+_PATHS_MAX: Final = 1024
+
+
+def cached_param_header_paths(
+    input_schema: Mapping[str, Any],
+) -> dict[str, tuple[str, ...]] | None:
+    """:func:`param_header_paths` of a registered tool's schema, read once per schema object
+    (the schema must not change afterwards); ``None`` when its annotations are invalid."""
+    entry = _PATHS.get(id(input_schema))
+    if entry is not None and entry[0] is input_schema:
+        return entry[1]
+    try:
+        paths: dict[str, tuple[str, ...]] | None = param_header_paths(input_schema)
+    except ValueError:
+        paths = None
+    if len(_PATHS) >= _PATHS_MAX:
+        _PATHS.clear()
+    _PATHS[id(input_schema)] = (input_schema, paths)
+    return paths
+
+
 def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
     value = arguments
     for key in path:
@@ -167,6 +193,18 @@ def validate_param_headers(
         paths = param_header_paths(input_schema)
     except ValueError:
         return
+    check_param_headers(paths, arguments, headers, request_id=request_id)
+
+
+def check_param_headers(
+    paths: Mapping[str, tuple[str, ...]],
+    arguments: Any,
+    headers: Mapping[str, list[bytes]],
+    *,
+    request_id: RequestId | None = None,
+) -> None:
+    """:func:`validate_param_headers` with the annotations already read
+    (:func:`param_header_paths`, or :func:`cached_param_header_paths`)."""
     for name, path in paths.items():
         header = PARAM_HEADER_PREFIX + name
         values = headers.get(header.lower(), [])

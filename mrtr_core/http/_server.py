@@ -39,7 +39,7 @@ from mrtr_core.http._headers import (
     is_localhost_origin,
     validate_request_headers,
 )
-from mrtr_core.http._params import validate_param_headers
+from mrtr_core.http._params import cached_param_header_paths, check_param_headers
 from mrtr_core.http._sse import encode_sse_event
 from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
 
@@ -136,14 +136,23 @@ class ConnectionEnded:
 
 ServerEvent: TypeAlias = MessageReceived | RequestRejected | ConnectionEnded | NeedDataType
 
-_ALLOW_POST: Final = [("Allow", "POST")]
+_ALLOW_POST: Final = [(b"Allow", b"POST")]
+_JSON_HEADERS: Final = [(b"Content-Type", b"application/json")]
+_SSE_HEADERS: Final = [
+    (b"Content-Type", SSE_MEDIA_TYPE.encode("ascii")),
+    (b"Cache-Control", b"no-cache"),
+    (b"X-Accel-Buffering", b"no"),
+]
+_END_OF_MESSAGE: Final = h11.EndOfMessage()
+# Response heads of JSON answers by (status, body length): events are immutable, and h11
+# validates the headers of each new one.
+_JSON_RESPONSES: dict[tuple[int, int], h11.Response] = {}
+_JSON_RESPONSES_MAX: Final = 4096
+_REASONS: Final = {int(status): status.phrase.encode("ascii") for status in http.HTTPStatus}
 
 
 def _reason(status: int) -> bytes:
-    try:
-        return http.HTTPStatus(status).phrase.encode("ascii")
-    except ValueError:
-        return b""
+    return _REASONS.get(status, b"")
 
 
 def _target_path(target: bytes) -> str:
@@ -188,7 +197,7 @@ class HttpServerConnection:
         self._request: h11.Request | None = None
         self._headers: dict[str, list[bytes]] = {}
         self._rejection: HttpRequestError | None = None
-        self._body = bytearray()
+        self._body: list[bytes] = []
         self._body_size = 0
         self._awaiting_reply = False
         self._ended = False
@@ -228,7 +237,7 @@ class HttpServerConnection:
                 if rejected is not None:
                     return rejected
             elif isinstance(event, h11.Data):
-                rejected = self._on_data(bytes(event.data))
+                rejected = self._on_data(event.data)
                 if rejected is not None:
                     return rejected
             elif isinstance(event, h11.EndOfMessage):
@@ -271,15 +280,10 @@ class HttpServerConnection:
                     encode_sse_event(jsonrpc.encode(item).decode("utf-8"))
                     for item in [*notifications, message]
                 )
-                headers = [
-                    ("Content-Type", SSE_MEDIA_TYPE),
-                    ("Cache-Control", "no-cache"),
-                    ("X-Accel-Buffering", "no"),
-                ]
+                self._respond(status, _SSE_HEADERS, body, length=False)
             else:
                 body = jsonrpc.encode(message)
-                headers = [("Content-Type", "application/json")]
-            self._respond(status, headers, body, length=not notifications)
+                self._respond_json(status, body)
         self._awaiting_reply = False
         self._next_cycle()
 
@@ -322,9 +326,10 @@ class HttpServerConnection:
 
     def _on_request(self, request: h11.Request) -> RequestRejected | None:
         self._request = request
-        self._headers = headers = collect_headers(request.headers)
+        # h11 has validated the names and values; raw_items() avoids its per-item indexing.
+        self._headers = headers = collect_headers(request.headers.raw_items())
         self._rejection = None
-        self._body.clear()
+        self._body = []
         self._body_size = 0
         rejection = self._precheck(request, headers)
         if rejection is not None and rejection.status == 413:
@@ -370,7 +375,7 @@ class HttpServerConnection:
             return HttpRequestError("Content-Type must be application/json", status=415)
         return None
 
-    def _on_data(self, data: bytes) -> RequestRejected | None:
+    def _on_data(self, data: bytes | bytearray | memoryview) -> RequestRejected | None:
         self._body_size += len(data)
         if self._body_size > self.config.max_body_bytes:
             return self._abort(
@@ -379,7 +384,7 @@ class HttpServerConnection:
                 )
             )
         if self._rejection is None:
-            self._body += data
+            self._body.append(bytes(data))
         return None
 
     def _on_end(self) -> ServerEvent:
@@ -390,7 +395,7 @@ class HttpServerConnection:
         headers = self._headers
         try:
             value = jsonrpc.decode(
-                self._body,
+                b"".join(self._body),
                 max_bytes=self.config.max_body_bytes,
                 max_depth=self.config.max_depth,
             )
@@ -409,7 +414,7 @@ class HttpServerConnection:
                     str(exc), status=400, jsonrpc_code=exc.jsonrpc_code, request_id=exc.request_id
                 )
             )
-        self._body = bytearray()
+        self._body = []
         self._awaiting_reply = True
         return MessageReceived(
             message=parsed.raw,
@@ -428,9 +433,12 @@ class HttpServerConnection:
         name = parsed.params.get("name")
         schema = self._tool_schema(name) if isinstance(name, str) else None
         if schema:
-            validate_param_headers(
-                schema, parsed.params.get("arguments"), headers, request_id=parsed.id
-            )
+            # Registered schemas are fixed: their x-mcp-header annotations are read once.
+            paths = cached_param_header_paths(schema)
+            if paths:
+                check_param_headers(
+                    paths, parsed.params.get("arguments"), headers, request_id=parsed.id
+                )
 
     def _error_body(self, error: HttpRequestError) -> bytes:
         return jsonrpc.encode(
@@ -441,14 +449,10 @@ class HttpServerConnection:
         extra = _ALLOW_POST if error.status == 405 else []
         if error.status == 404:
             self._respond(
-                404, [("Content-Type", "text/plain; charset=utf-8"), *extra], b"Not Found"
+                404, [(b"Content-Type", b"text/plain; charset=utf-8"), *extra], b"Not Found"
             )
         else:
-            self._respond(
-                error.status,
-                [("Content-Type", "application/json"), *extra],
-                self._error_body(error),
-            )
+            self._respond(error.status, [*_JSON_HEADERS, *extra], self._error_body(error))
         self._next_cycle()
         return RequestRejected(status=error.status, error=error)
 
@@ -459,23 +463,44 @@ class HttpServerConnection:
             with contextlib.suppress(h11.LocalProtocolError):
                 self._respond(
                     error.status,
-                    [("Content-Type", "application/json"), ("Connection", "close")],
+                    [*_JSON_HEADERS, (b"Connection", b"close")],
                     self._error_body(error),
                 )
         return RequestRejected(status=error.status, error=error)
 
+    def _respond_json(self, status: int, body: bytes) -> None:
+        """Send a whole JSON response (the common answer): its head event is made once per
+        status and length, since h11 normalises the headers of every new event."""
+        key = (status, len(body))
+        response = _JSON_RESPONSES.get(key)
+        if response is None:
+            response = h11.Response(
+                status_code=status,
+                headers=[*_JSON_HEADERS, (b"Content-Length", b"%d" % len(body))],
+                reason=_reason(status),
+            )
+            if len(_JSON_RESPONSES) >= _JSON_RESPONSES_MAX:
+                _JSON_RESPONSES.clear()
+            _JSON_RESPONSES[key] = response
+        self._send_response(response, body)
+
     def _respond(
-        self, status: int, headers: list[tuple[str, str]], body: bytes, *, length: bool = True
+        self, status: int, headers: list[tuple[bytes, bytes]], body: bytes, *, length: bool = True
     ) -> None:
         """Send a whole response; without ``length`` h11 frames it chunked (an event stream)."""
-        head = [*headers, ("Content-Length", str(len(body)))] if length else [*headers]
-        self._out += self._h11.send(
-            h11.Response(status_code=status, headers=head, reason=_reason(status))
+        head = [*headers, (b"Content-Length", b"%d" % len(body))] if length else headers
+        self._send_response(
+            h11.Response(status_code=status, headers=head, reason=_reason(status)), body
         )
+
+    def _send_response(self, response: h11.Response, body: bytes) -> None:
+        out = self._out
+        h11_conn = self._h11
+        out += h11_conn.send(response)
         head_request = self._request is not None and self._request.method == b"HEAD"
         if body and not head_request:
-            self._out += self._h11.send(h11.Data(data=body))
-        self._out += self._h11.send(h11.EndOfMessage())
+            out += h11_conn.send(h11.Data(data=body))
+        out += h11_conn.send(_END_OF_MESSAGE)
 
     def _next_cycle(self) -> None:
         self._request = None

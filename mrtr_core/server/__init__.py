@@ -33,8 +33,10 @@ from mrtr_core.server.context import (
 )
 from mrtr_core.server.engine import Completed, HandlerSpec, NeedsInput, Run, ServerEngine
 from mrtr_core.server.limits import ServerLimits
+from mrtr_core.server.schemas import CompiledSchema, SchemaCache, compile_predicate
 
 __all__ = [
+    "CompiledSchema",
     "Completed",
     "Context",
     "FieldSpec",
@@ -45,10 +47,12 @@ __all__ = [
     "MissingCapabilityError",
     "NeedsInput",
     "Run",
+    "SchemaCache",
     "ServerEngine",
     "ServerLimits",
     "accepted",
     "cancelled",
+    "compile_predicate",
     "content",
     "declined",
     "form",

@@ -28,10 +28,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar, cast, overload
+from typing import Any, Final, TypeVar, cast, overload
 
 import attrs
 
+from mrtr_core import jsontext
 from mrtr_core.errors import JsonRpcError
 from mrtr_core.server.capabilities import (
     MissingCapabilityError,
@@ -40,7 +41,8 @@ from mrtr_core.server.capabilities import (
 )
 from mrtr_core.server.carried import Recorded
 from mrtr_core.state.binding import digest_json
-from mrtr_core.wire.converter import structure_input_response, unstructure_input_request
+from mrtr_core.wire.converter import unstructure_input_request
+from mrtr_core.wire.fast import read_input_response
 from mrtr_core.wire.models import (
     INPUT_REQUEST_KINDS,
     ClientCapabilities,
@@ -282,7 +284,7 @@ class Context:
         if recorded is not None and recorded.digest == digest:
             answer = self._structured.get(key)
             if answer is None:
-                answer = structure_input_response(recorded.kind, recorded.data)
+                answer = read_input_response(recorded.kind, recorded.data)
                 self._structured[key] = answer
             return answer
         if recorded is None and key in self._offered:
@@ -394,8 +396,11 @@ class Context:
         return self._answers
 
 
+_STRICT_ENCODE: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))
+
+
 def _json_roundtrip(name: str, value: Any) -> Any:
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
+        return json.loads(_STRICT_ENCODE(value))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"value for {name!r} is not JSON-able: {exc}") from exc

@@ -31,14 +31,13 @@ Example (sync driver; see ``mrtr_sync.server_engine.run_handler``)::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from mrtr_core import jsontext
 from mrtr_core.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -55,14 +54,12 @@ from mrtr_core.server.capabilities import (
 from mrtr_core.server.carried import Asked, Carried, Recorded
 from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
 from mrtr_core.server.limits import ServerLimits
+from mrtr_core.server.schemas import SchemaCache
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.codec import StateCodec
 from mrtr_core.state.errors import StateRejectedError
-from mrtr_core.wire.converter import (
-    converter,
-    structure_input_response,
-    unstructure_input_request,
-)
+from mrtr_core.wire.converter import unstructure_input_request
+from mrtr_core.wire.fast import read_input_response, unstructure_input_response
 from mrtr_core.wire.models import (
     ELICITATION_CREATE,
     READ_RESOURCE,
@@ -83,7 +80,7 @@ __all__ = ["Completed", "HandlerSpec", "NeedsInput", "Run", "ServerEngine"]
 
 _MISSING: Final = object()
 _VALIDATOR_CACHE_SIZE: Final = 256
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
+_ENCODE: Final = jsontext.compact
 
 
 @attrs.frozen(kw_only=True)
@@ -160,7 +157,8 @@ class ServerEngine:
         codec_max = codec.max_bytes
         own = self._limits.max_state_bytes
         self._max_state_bytes = codec_max if own is None else min(own, codec_max)
-        self._validators: dict[str, Any] = {}
+        # Requested schemas compiled once, by the digest of the question that holds them.
+        self._schemas = SchemaCache(_VALIDATOR_CACHE_SIZE)
 
     @property
     def codec(self) -> StateCodec:
@@ -251,7 +249,7 @@ class ServerEngine:
                 reason="too_many",
             )
         try:
-            size = len(_ENCODER.encode(raw))
+            size = len(_ENCODE(raw))
         except (TypeError, ValueError):
             raise _invalid_params("inputResponses is not JSON", reason="malformed") from None
         if size > limits.max_input_responses_bytes:
@@ -288,13 +286,13 @@ class ServerEngine:
     def _read_answer(self, key: str, question: Asked, value: Any) -> tuple[InputResponse, Recorded]:
         path = f"inputResponses.{key}"
         try:
-            answer = structure_input_response(question.kind, value, path=path)
+            answer = read_input_response(question.kind, value, path=path)
         except CodecError as exc:
             raise _invalid_params(
                 f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
             ) from exc
         self._check_schema(key, question, answer)
-        return answer, Recorded(question.digest, question.kind, converter.unstructure(answer))
+        return answer, Recorded(question.digest, question.kind, unstructure_input_response(answer))
 
     def _check_schema(self, key: str, question: Asked, answer: InputResponse) -> None:
         # S18: elicitation answers should match the requested schema.
@@ -305,13 +303,11 @@ class ServerEngine:
             or answer.action != "accept"
         ):
             return
-        validator = self._validators.get(question.digest)
-        if validator is None:
-            if len(self._validators) >= _VALIDATOR_CACHE_SIZE:
-                self._validators.clear()
-            validator = Draft202012Validator(question.schema)
-            self._validators[question.digest] = validator
-        error = best_match(validator.iter_errors(answer.content or {}))
+        schema = self._schemas.get(question.schema, question.digest)
+        instance = answer.content or {}
+        if schema.is_valid(instance):
+            return
+        error = best_match(schema.validator.iter_errors(instance))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path)
             raise _invalid_params(
@@ -394,7 +390,7 @@ class ServerEngine:
             wire = unstructure_input_request(request)
             questions[key] = (request, wire, question_digest(wire))
         try:
-            _ENCODER.encode(user)
+            _ENCODE(user)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"explicit request state is not JSON-able: {exc}") from exc
         return self._needs_input(run, now, questions, user)

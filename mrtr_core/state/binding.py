@@ -7,18 +7,40 @@ the codec adds the audience (the server's identity) and the expiry (S11b).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import json
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
+from mrtr_core import jsontext
 from mrtr_core.wire.models import MrtrParams
 
 __all__ = ["Binding", "canonical_json", "digest_arguments", "digest_json"]
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode
+_CANONICAL: Final = jsontext.canonical
+_STRING: Final = json.encoder.encode_basestring_ascii  # what the canonical encoder writes
+_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
+
+
+def _b64url_16(raw: bytes) -> str:
+    """16 bytes as base64url without padding (22 characters)."""
+    return binascii.b2a_base64(raw, newline=False)[:22].translate(_URLSAFE).decode("ascii")
+
+
+def _identity_json(identity: list[Any]) -> str:
+    """:func:`canonical_json` of a list of strings and ``None`` (the binding identity),
+    written directly; anything else goes through the encoder."""
+    parts = []
+    for item in identity:
+        if type(item) is str:
+            parts.append(_STRING(item))
+        elif item is None:
+            parts.append("null")
+        else:
+            return _CANONICAL(identity)
+    return "[" + ",".join(parts) + "]"
 
 
 def canonical_json(value: Any) -> str:
@@ -32,8 +54,7 @@ def canonical_json(value: Any) -> str:
 
 def digest_json(value: Any) -> str:
     """SHA-256 of :func:`canonical_json`, first 16 bytes, base64url without padding."""
-    raw = hashlib.sha256(canonical_json(value).encode("ascii")).digest()[:16]
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    return _b64url_16(hashlib.sha256(_CANONICAL(value).encode("ascii")).digest()[:16])
 
 
 def digest_arguments(arguments: dict[str, Any] | None) -> str:
@@ -64,11 +85,11 @@ class Binding:
     @tag.default
     def _tag(self) -> bytes:
         identity = [self.method, self.target, self.arguments_digest, self.principal]
-        return hashlib.sha256(canonical_json(identity).encode("ascii")).digest()[:16]
+        return hashlib.sha256(_identity_json(identity).encode("ascii")).digest()[:16]
 
     @digest.default
     def _digest(self) -> str:
-        return base64.urlsafe_b64encode(self.tag).rstrip(b"=").decode("ascii")
+        return _b64url_16(self.tag)
 
     @classmethod
     def for_params(cls, params: MrtrParams, principal: str | None = None) -> Binding:

@@ -43,6 +43,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from mrtr_core import jsontext
 from mrtr_core.errors import StateSizeLimitError
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.errors import StateRejectedError
@@ -65,7 +66,7 @@ _KDF_INFO: Final = b"mrtr/requestState/v1/"
 _AUDIENCE_LABEL: Final = b"mrtr/requestState/audience:"
 _CLAIMS = struct.Struct(">Bdd16s16s")
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+_ENCODE = jsontext.reusable(json.JSONEncoder(separators=(",", ":"), check_circular=False))
 _DECODE = json.JSONDecoder().decode
 _B64_VALUE: Final = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
@@ -251,7 +252,7 @@ class StateCodec:
             TypeError, ValueError: ``payload`` is not JSON-able.
         """
         try:
-            body = _ENCODER.encode(payload).encode("ascii")
+            body = _ENCODE(payload).encode("ascii")
         except RecursionError:
             raise ValueError("payload is not JSON-able (circular or too deep)") from None
         size = self.sealed_size(len(body))
