@@ -173,7 +173,7 @@ def test_sync_client_gives_a_round_its_own_pool_when_abandoned_handlers_hold_thr
         client.call_tool("t")  # "a" keeps one of the pool's two threads
     assert client.call_tool("t") == DONE
     assert clock.pools == [2, 2]  # the second call could not count on two free threads
-    release.set()
+    clock.cancel(release)  # wake the stubborn handler so its thread ends
     client.close()
 
 
