@@ -11,6 +11,7 @@ calls, so a saved flow's deadlines stay meaningful when it is resumed.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
@@ -86,18 +87,20 @@ class Handle:
         return [t for t, k, w in self.log if k == key and w == what]
 
 
-class Runtime:
+class Runtime(abc.ABC):
     """What a scenario needs from a runtime (see the module docstring)."""
 
     name: str
 
+    @abc.abstractmethod
     def now(self) -> float:
         """The current virtual time."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def advance(self, seconds: float) -> None:
         """Let ``seconds`` of virtual time pass between calls (a user thinking)."""
-        raise NotImplementedError
+        ...
 
     def client(
         self,
@@ -124,19 +127,22 @@ class Runtime:
         """Run ``handle.client.<method>(*args, **kwargs)`` to its end."""
         return self.gather((handle, method, args, kwargs))[0]
 
+    @abc.abstractmethod
     def gather(self, *calls: tuple[Handle, str, tuple[Any, ...], dict[str, Any]]) -> list[Outcome]:
         """Run several calls concurrently; their outcomes in order."""
-        raise NotImplementedError
+        ...
 
     def close(self, handle: Handle) -> Outcome:
         """Close the client (``close`` or ``aclose``, as the runtime spells it)."""
         return self.call(handle, "close" if self.name == "sync" else "aclose")
 
+    @abc.abstractmethod
     def _make_client(self, server: Any, latency: Any, kwargs: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _handler(self, table: dict[str, Behaviour], handle: Handle) -> Any:
-        raise NotImplementedError
+        ...
 
 
 class SyncRuntime(Runtime):
