@@ -20,9 +20,18 @@ binary header followed by the payload as compact JSON::
 
     version (1 byte) | iat (float64) | exp (float64) | audience tag (16) | binding tag (16) | JSON
 
+The version byte also names the JSON profile of the payload, so each token is read back
+exactly as it was written: ``2`` is UTF-8 JSON written by orjson (the usual case: strings,
+finite floats, integers within 64 bits, string keys), ``1`` is ASCII JSON written by the
+standard library, used for what orjson does not write (integers beyond 64 bits, non-string
+keys, lone surrogates, nesting deeper than 255) and read by the standard library, which
+keeps big integers whole where orjson would turn them into floats. Tokens sealed before
+profile ``2`` existed are version ``1`` and still open.
+
 Keys are derived once per ring key (HKDF-SHA256, one sub-key per mode) and cipher objects
 are cached, so sealing and opening cost one JSON dump or load, one AEAD (or HMAC) call and
-one base64 step. The size limit is checked before any cryptographic work.
+one base64 step (SIMD base64 from pybase64). The size limit is checked before any
+cryptographic work.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
+import orjson
+import pybase64
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
@@ -57,7 +68,8 @@ NonceSource: TypeAlias = Callable[[int], bytes]
 
 DEFAULT_MAX_STATE_BYTES: Final = 65536
 
-_VERSION: Final = 1
+_VERSION_STDLIB_JSON: Final = 1
+_VERSION_ORJSON: Final = 2
 _NONCE_BYTES: Final = 12
 _GCM_TAG_BYTES: Final = 16
 _HMAC_TAG_BYTES: Final = 32
@@ -68,6 +80,14 @@ _CLAIMS = struct.Struct(">Bdd16s16s")
 
 _ENCODE = jsontext.reusable(json.JSONEncoder(separators=(",", ":"), check_circular=False))
 _DECODE = json.JSONDecoder().decode
+# orjson would write dataclasses, dates, UUIDs and the like as strings; the standard
+# library refuses them, and so does the codec: such values go to ``_not_json``.
+_ORJSON_OPTIONS: Final = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+def _not_json(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
 _B64_VALUE: Final = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 }
@@ -99,17 +119,17 @@ class OpenedState:
 
 
 def _b64encode(raw: bytes) -> str:
-    return binascii.b2a_base64(raw, newline=False).decode("ascii")
+    return pybase64.b64encode_as_string(raw)
 
 
 def _b64decode(text: str) -> bytes:
     """Strict padded base64: only the canonical encoding of some bytes decodes."""
-    try:
-        raw = binascii.a2b_base64(text, strict_mode=True)
-    except (binascii.Error, ValueError):  # bad characters, padding or length; non-ASCII
-        raise StateRejectedError("malformed", "bad base64") from None
     if len(text) % 4:
         raise StateRejectedError("malformed", "bad base64 length")
+    try:
+        raw = pybase64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):  # bad characters or padding; non-ASCII
+        raise StateRejectedError("malformed", "bad base64") from None
     # Unused low bits of the last data character must be zero, or two texts would decode
     # to the same bytes (and a changed token would still be accepted).
     if text.endswith("=="):
@@ -176,12 +196,14 @@ class StateCodec:
         self._prefix = _PREFIX[mode]
         self._aead: dict[str, AESGCM] = {}
         self._mac_keys: dict[str, bytes] = {}
+        self._headers: dict[str, bytes] = {}  # kid -> its token header, the AEAD's AAD
         for kid, secret in ring.items():
             derived = _derive(secret, mode)
             if mode == "aead":
                 self._aead[kid] = AESGCM(derived)
             else:
                 self._mac_keys[kid] = derived
+            self._headers[kid] = f"{self._prefix}{kid}.".encode("ascii")
         self._active = ring.active
         self._active_header = f"{self._prefix}{ring.active}."
         self._active_header_bytes = self._active_header.encode("ascii")
@@ -245,16 +267,23 @@ class StateCodec:
         """Seal ``payload`` (JSON-able) for the request ``binding`` describes.
 
         Every call gives a new token (fresh nonce, token id, ``iat`` and ``exp``).
+        ``payload`` must be JSON (RFC 8259): NaN and the infinities are not, and come back
+        as ``null`` (the server engine refuses them before they reach the codec).
 
         Raises:
             StateSizeLimitError: The token would be longer than ``max_bytes`` (checked
                 before any cryptographic work).
             TypeError, ValueError: ``payload`` is not JSON-able.
         """
+        version = _VERSION_ORJSON
         try:
-            body = _ENCODE(payload).encode("ascii")
-        except RecursionError:
-            raise ValueError("payload is not JSON-able (circular or too deep)") from None
+            body = orjson.dumps(payload, option=_ORJSON_OPTIONS, default=_not_json)
+        except TypeError:  # beyond orjson's profile (or not JSON at all): the stdlib decides
+            version = _VERSION_STDLIB_JSON
+            try:
+                body = _ENCODE(payload).encode("ascii")
+            except RecursionError:
+                raise ValueError("payload is not JSON-able (circular or too deep)") from None
         size = self.sealed_size(len(body))
         if size > self._max_bytes:
             raise StateSizeLimitError(
@@ -262,7 +291,7 @@ class StateCodec:
                 limit="max_state_bytes",
                 value=self._max_bytes,
             )
-        plain = _CLAIMS.pack(_VERSION, now, now + self._ttl, self._audience_tag, binding.tag) + body
+        plain = _CLAIMS.pack(version, now, now + self._ttl, self._audience_tag, binding.tag) + body
         nonce = self._nonce(_NONCE_BYTES)
         if len(nonce) != _NONCE_BYTES:
             raise ValueError(f"nonce source returned {len(nonce)} bytes, not {_NONCE_BYTES}")
@@ -305,14 +334,15 @@ class StateCodec:
         prefix = self._prefix
         if not token.startswith(prefix):
             raise StateRejectedError("malformed", "unknown version or mode")
-        dot = token.find(".", len(prefix))
+        start = len(prefix)
+        dot = token.find(".", start)
         if dot < 0:
             raise StateRejectedError("malformed", "no key id")
-        kid = token[len(prefix) : dot]
-        if kid not in self._aead and kid not in self._mac_keys:
+        kid = token[start:dot]
+        header = self._headers.get(kid)
+        if header is None:
             raise StateRejectedError("unknown_key", f"key id {kid[:40]!r}")
         raw = _b64decode(token[dot + 1 :])
-        header = token[: dot + 1].encode("ascii")  # kid is a known ASCII id here
         if self._mode == "aead":
             if len(raw) < _NONCE_BYTES + _GCM_TAG_BYTES:
                 raise StateRejectedError("malformed", "too short")
@@ -334,7 +364,7 @@ class StateCodec:
         if len(plain) < _CLAIMS.size:
             raise StateRejectedError("malformed", "claims too short")
         version, iat, exp, audience_tag, sealed_binding = _CLAIMS.unpack_from(plain)
-        if version != _VERSION:
+        if version != _VERSION_ORJSON and version != _VERSION_STDLIB_JSON:
             raise StateRejectedError("malformed", f"claims version {version}")
         # Accept-conditions stated positively so a NaN never passes.
         if not iat <= now + self._skew:
@@ -346,8 +376,11 @@ class StateCodec:
         if binding_tag is not None and sealed_binding != binding_tag:
             raise StateRejectedError("binding_mismatch", "method, target, arguments or principal")
         try:
-            payload = _DECODE(plain[_CLAIMS.size :].decode("ascii"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            if version == _VERSION_ORJSON:
+                payload = orjson.loads(plain[_CLAIMS.size :])
+            else:
+                payload = _DECODE(plain[_CLAIMS.size :].decode("ascii"))
+        except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
             raise StateRejectedError("malformed", "payload is not JSON") from None
         if not isinstance(payload, dict):
             raise StateRejectedError("malformed", "payload is not an object")

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
+import hmac
 import json
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from server_helpers import KEY1, KEY2, T0, make_codec, seeded_nonce
 
 from mrtr_core.errors import StateSizeLimitError
@@ -23,6 +28,12 @@ from mrtr_core.state import (
 from mrtr_core.wire import structure_params
 
 BINDING = Binding(method="tools/call", target="deploy", arguments_digest=digest_arguments({"v": 1}))
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
 
 
 B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -58,9 +69,80 @@ def test_token_format() -> None:
     # hmac: nonce(12) + claims header(49) + payload JSON + tag(32), readable but signed
     raw = _raw(hmac_token)
     version, iat, exp, audience_tag, binding_tag = struct.unpack(">Bdd16s16s", raw[12:61])
-    assert (version, iat, exp, binding_tag) == (1, T0, T0 + 600, BINDING.tag)
+    assert (version, iat, exp, binding_tag) == (2, T0, T0 + 600, BINDING.tag)
     assert audience_tag == hashlib.sha256(b"mrtr/requestState/audience:deploy-server").digest()[:16]
     assert json.loads(raw[61:-32]) == {"a": 1}
+
+
+def _profile(token: str) -> int:
+    """The claims version byte of an HMAC-mode token (it names the payload's JSON profile)."""
+    return _raw(token)[12]
+
+
+@pytest.mark.parametrize(
+    ("payload", "profile"),
+    [
+        ({"text": "héllo", "n": [1, 2.5, None, True, -(2**63)], "d": {"e": {}}}, 2),
+        ({"big": 2**70}, 1),  # beyond 64 bits: written and read by the standard library
+        ({"neg": -(2**64)}, 1),
+        ({"lone": "\ud800"}, 1),
+        ({1: "int key", "s": (1, 2)}, 1),  # non-string keys: as json.dumps writes them
+        ({"deep": json.loads("[" * 300 + "]" * 300)}, 1),
+    ],
+)
+def test_each_payload_comes_back_exactly_as_json_would_give_it(
+    payload: dict[str, Any], profile: int
+) -> None:
+    codec = make_codec(mode="hmac")
+    token = codec.seal(payload, BINDING, T0)
+    assert _profile(token) == profile
+    opened = codec.open(token, BINDING, T0)
+    assert opened.payload == json.loads(json.dumps(payload))
+    big = opened.payload.get("big")
+    assert big is None or (type(big) is int and big == 2**70)  # never turned into a float
+
+
+@pytest.mark.parametrize("value", [datetime.datetime(2026, 1, 1), Point(1, 2), {1, 2}, object()])
+def test_values_json_cannot_write_are_refused(value: object) -> None:
+    with pytest.raises(TypeError):
+        make_codec().seal({"v": value}, BINDING, T0)
+
+
+def _forge(codec_key: bytes, version: int, body: bytes) -> str:
+    """An HMAC-mode token signed with the ring's own key (what only a key holder can make)."""
+    derived = HKDF(SHA256(), 32, None, b"mrtr/requestState/v1/hmac").derive(codec_key)
+    audience = hashlib.sha256(b"mrtr/requestState/audience:deploy-server").digest()[:16]
+    signed = bytes(12) + struct.pack(">Bdd16s16s", version, T0, T0 + 600, audience, BINDING.tag)
+    signed += body
+    header = b"v1s.k1."
+    raw = signed + hmac.digest(derived, header + signed, "sha256")
+    return header.decode() + base64.b64encode(raw).decode()
+
+
+def test_forging_helper_matches_the_codec() -> None:
+    opened = make_codec(mode="hmac").open(_forge(KEY1, 2, b'{"a":1}'), BINDING, T0)
+    assert opened.payload == {"a": 1}
+    assert make_codec(mode="hmac").open(_forge(KEY1, 1, b'{"a":1}'), BINDING, T0).payload == {
+        "a": 1
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "body"),
+    [
+        (3, b'{"a":1}'),  # unknown profile
+        (0, b'{"a":1}'),
+        (2, b'{"a":\xff}'),  # not UTF-8
+        (2, b'{"a":NaN}'),  # not JSON
+        (2, b'[1]'),  # not an object
+        (1, b'{"a":"\xc3\xa9"}'),  # profile 1 is ASCII only
+        (2, b""),
+    ],
+)
+def test_signed_but_malformed_claims_are_refused(version: int, body: bytes) -> None:
+    with pytest.raises(StateRejectedError) as info:
+        make_codec(mode="hmac").open(_forge(KEY1, version, body), BINDING, T0)
+    assert info.value.reason == "malformed"
 
 
 def test_every_seal_is_a_new_token_with_a_new_id() -> None:
