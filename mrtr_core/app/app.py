@@ -21,7 +21,9 @@ Validation order (digest §3.5, after the transport's own parse and header check
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import marshal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -86,6 +88,8 @@ REMOVED_METHODS: Final = frozenset({
 })
 
 _MISSING: Final = object()
+_METAS_MAX: Final = 256  # distinct request _meta remembered per app
+_META_KEY_MAX: Final = 4096  # larger _meta values are read every time, never remembered
 
 _Route = Callable[[Request, RequestMeta, float, "str | None"], "Reply | RunHandler"]
 
@@ -143,6 +147,8 @@ class App:
         self._completer: Completer | None = None
         self._progress = ProgressBook()
         self._may_suspend: dict[Callable[..., Any], bool] = {}
+        # Request _meta read and accepted, by its marshal bytes (bounded, oldest first).
+        self._metas: dict[bytes, RequestMeta] = {}
 
     # --- registration ------------------------------------------------------------------
 
@@ -472,6 +478,20 @@ class App:
     def _check_meta(self, params: JsonObject | None) -> RequestMeta:
         # Per-request _meta is required on every request, retries included (digest §1.7).
         raw = None if params is None else params.get("_meta")
+        # A client sends the same _meta on every request: a _meta read and accepted before
+        # is not read again. It is found by its marshal bytes (format 2, no back-references:
+        # equal bytes are equal values of the same built-in types, so 1, 1.0 and True are
+        # told apart); a value marshal cannot write is simply read every time.
+        key: bytes | None = None
+        if type(raw) is dict:
+            try:
+                key = marshal.dumps(raw, 2)
+            except ValueError:
+                key = None
+            else:
+                found = self._metas.get(key)
+                if found is not None:
+                    return found
         try:
             meta = read_request_meta(raw)
         except CodecError as exc:
@@ -482,6 +502,12 @@ class App:
                 "Unsupported protocol version",
                 {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
             )
+        if key is not None and len(key) <= _META_KEY_MAX:
+            metas = self._metas
+            if len(metas) >= _METAS_MAX:
+                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                    del metas[next(iter(metas))]
+            metas[key] = meta
         return meta
 
     # --- results -------------------------------------------------------------------------

@@ -201,16 +201,21 @@ class CallPlan:
             and not any(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in rest),
         )
 
+    def _fits(self, arguments: Mapping[str, Any]) -> bool:
+        """The shortcut's test: every required name given, and no key the handler cannot
+        take (plain loops and set operations: no generator per call)."""
+        for name in self.required:
+            if name not in arguments:
+                return False
+        keys = arguments.keys()
+        if self.var_keyword:
+            return keys.isdisjoint(self.reserved) and all(isinstance(key, str) for key in keys)
+        return self.names.issuperset(keys)
+
     def problem(self, arguments: Mapping[str, Any]) -> str | None:
         """Why ``handler(ctx, **arguments)`` cannot be called, or ``None``."""
-        if self.simple:
-            keys = arguments.keys()
-            if all(name in arguments for name in self.required) and (
-                keys.isdisjoint(self.reserved) and all(isinstance(key, str) for key in keys)
-                if self.var_keyword
-                else all(key in self.names for key in keys)
-            ):
-                return None
+        if self.simple and self._fits(arguments):
+            return None
         try:
             self.signature.bind(None, **arguments)
         except TypeError as exc:

@@ -31,11 +31,13 @@ from mrtr_core.server.context import (
     InputRequired,
     question_digest,
 )
+from mrtr_core.server.digests import SHARED_DIGESTS, QuestionDigests
 from mrtr_core.server.engine import Completed, HandlerSpec, NeedsInput, Run, ServerEngine
 from mrtr_core.server.limits import ServerLimits
 from mrtr_core.server.schemas import CompiledSchema, SchemaCache, compile_predicate
 
 __all__ = [
+    "SHARED_DIGESTS",
     "CompiledSchema",
     "Completed",
     "Context",
@@ -46,6 +48,7 @@ __all__ = [
     "InputRequired",
     "MissingCapabilityError",
     "NeedsInput",
+    "QuestionDigests",
     "Run",
     "SchemaCache",
     "ServerEngine",

@@ -76,11 +76,11 @@ def form(
         if requested.get("type") != "object" or not isinstance(requested.get("properties"), dict):
             raise ValueError("requestedSchema must be an object schema with properties")
     else:
-        requested = {
-            "type": "object",
-            "properties": {name: _field_schema(name, spec) for name, spec in fields.items()},
-            "required": list(fields),
-        }
+        properties: JsonObject = {}
+        for name, spec in fields.items():
+            kind = _PRIMITIVES.get(spec) if type(spec) is type else None  # the common case
+            properties[name] = {"type": kind} if kind is not None else _field_schema(name, spec)
+        requested = {"type": "object", "properties": properties, "required": list(fields)}
     return ElicitFormRequest(message=message, requested_schema=requested)
 
 

@@ -16,6 +16,7 @@ the token, but its shape is still checked: a bad shape is refused as ``malformed
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -23,7 +24,7 @@ import attrs
 from mrtr_core.state.errors import StateRejectedError
 from mrtr_core.wire.models import INPUT_REQUEST_KINDS, JsonObject
 
-__all__ = ["Asked", "Carried", "Recorded"]
+__all__ = ["Asked", "Carried", "Recorded", "payload"]
 
 
 @attrs.frozen
@@ -52,6 +53,9 @@ def _empty_recorded() -> dict[str, Recorded]:
     return {}
 
 
+_NONE: dict[str, Any] = {}  # an absent member (only ever read)
+
+
 def _empty_values() -> dict[str, Any]:
     return {}
 
@@ -69,18 +73,14 @@ class Carried:
 
     def to_payload(self) -> JsonObject:
         """The JSON payload to seal."""
-        out: JsonObject = {"n": self.rounds}
-        if self.asked:
-            out["q"] = {k: [a.kind, a.digest, a.schema] for k, a in self.asked.items()}
-        if self.answers:
-            out["a"] = {k: [r.digest, r.kind, r.data] for k, r in self.answers.items()}
-        if self.memo:
-            out["m"] = self.memo
-        if self.once:
-            out["o"] = self.once
-        if self.user is not None:
-            out["u"] = self.user
-        return out
+        return payload(
+            self.rounds,
+            {k: [a.kind, a.digest, a.schema] for k, a in self.asked.items()},
+            self.answers,
+            self.memo,
+            self.once,
+            self.user,
+        )
 
     @classmethod
     def from_payload(cls, payload: JsonObject) -> Carried:
@@ -89,8 +89,35 @@ class Carried:
             rounds = payload["n"]
             if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
                 raise ValueError("n")
-            asked = {_key(k): _asked(v) for k, v in _mapping(payload.get("q", {})).items()}
-            answers = {_key(k): _recorded(v) for k, v in _mapping(payload.get("a", {})).items()}
+            # Every entry's shape, checked inline: this runs on every round.
+            asked: dict[str, Asked] = {}
+            table = payload.get("q", _NONE)
+            if not isinstance(table, dict):
+                raise TypeError("not an object")
+            for k, v in table.items():
+                if not isinstance(k, str) or not isinstance(v, list) or len(v) != 3:
+                    raise TypeError("asked entry")
+                kind, digest, schema = v
+                if kind not in INPUT_REQUEST_KINDS or not isinstance(digest, str):
+                    raise ValueError("asked entry")
+                if schema is not None and not isinstance(schema, dict):
+                    raise TypeError("asked schema")
+                asked[k] = Asked(kind, digest, schema)
+            answers: dict[str, Recorded] = {}
+            table = payload.get("a", _NONE)
+            if not isinstance(table, dict):
+                raise TypeError("not an object")
+            for k, v in table.items():
+                if not isinstance(k, str) or not isinstance(v, list) or len(v) != 3:
+                    raise TypeError("answer entry")
+                digest, kind, data = v
+                if (
+                    not isinstance(digest, str)
+                    or kind not in INPUT_REQUEST_KINDS
+                    or not isinstance(data, dict)
+                ):
+                    raise ValueError("answer entry")
+                answers[k] = Recorded(digest, kind, data)
             memo = dict(_mapping(payload.get("m", {})))
             once = dict(_mapping(payload.get("o", {})))
         except (KeyError, ValueError, TypeError):
@@ -98,33 +125,32 @@ class Carried:
         return cls(rounds, asked, answers, memo, once, payload.get("u"))
 
 
+def payload(
+    rounds: int,
+    asked: dict[str, list[Any]],
+    answers: Mapping[str, Recorded],
+    memo: Mapping[str, Any],
+    once: Mapping[str, Any],
+    user: Any,
+) -> JsonObject:
+    """The payload of ``Carried(rounds, asked, answers, memo, once, user).to_payload()``,
+    written without building the :class:`Carried` first; ``asked`` is already in payload
+    form (``{key: [kind, digest, schema]}``). The values are not copied: seal at once."""
+    out: JsonObject = {"n": rounds}
+    if asked:
+        out["q"] = asked
+    if answers:
+        out["a"] = {k: [r.digest, r.kind, r.data] for k, r in answers.items()}
+    if memo:
+        out["m"] = memo
+    if once:
+        out["o"] = once
+    if user is not None:
+        out["u"] = user
+    return out
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError("not an object")
     return value
-
-
-def _key(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError("key")
-    return value
-
-
-def _asked(value: Any) -> Asked:
-    if not isinstance(value, list) or len(value) != 3:
-        raise TypeError("asked entry")
-    kind, digest, schema = value
-    if kind not in INPUT_REQUEST_KINDS or not isinstance(digest, str):
-        raise ValueError("asked entry")
-    if schema is not None and not isinstance(schema, dict):
-        raise TypeError("asked schema")
-    return Asked(kind, digest, schema)
-
-
-def _recorded(value: Any) -> Recorded:
-    if not isinstance(value, list) or len(value) != 3:
-        raise TypeError("answer entry")
-    digest, kind, data = value
-    if not isinstance(digest, str) or kind not in INPUT_REQUEST_KINDS or not isinstance(data, dict):
-        raise ValueError("answer entry")
-    return Recorded(digest, kind, data)

@@ -40,7 +40,7 @@ from mrtr_core.server.capabilities import (
     missing_capabilities,
 )
 from mrtr_core.server.carried import Recorded
-from mrtr_core.state.binding import digest_json
+from mrtr_core.server.digests import SHARED_DIGESTS, question_digest
 from mrtr_core.wire.converter import unstructure_input_request
 from mrtr_core.wire.fast import read_input_response
 from mrtr_core.wire.models import (
@@ -119,9 +119,7 @@ class Pending:
     digest: str
 
 
-def question_digest(wire: JsonObject) -> str:
-    """The digest an answer is pinned to: canonical JSON of the exact question."""
-    return digest_json(wire)
+_DIGESTS: Final = SHARED_DIGESTS  # digests of recent questions (digests.py)
 
 
 class Context:
@@ -141,17 +139,60 @@ class Context:
         once: Mapping[str, Any],
         request_state: Any,
     ) -> None:
+        self._fill(
+            params, principal, round, dict(answers), dict(fresh), dict(offered), read_offered,
+            dict(memo), dict(once), request_state,
+        )
+
+    @classmethod
+    def _adopt(
+        cls,
+        *,
+        params: MrtrParams,
+        principal: str | None,
+        round: int,
+        answers: dict[str, Recorded],
+        fresh: dict[str, InputResponse],
+        offered: dict[str, Any],
+        read_offered: OfferedReader,
+        memo: dict[str, Any],
+        once: dict[str, Any],
+        request_state: Any,
+    ) -> Context:
+        """The engine's constructor: like ``Context(...)``, but it takes these dicts as
+        they are instead of copying them (the engine built them for this context alone and
+        never touches them again)."""
+        self = cls.__new__(cls)
+        self._fill(
+            params, principal, round, answers, fresh, offered, read_offered, memo, once,
+            request_state,
+        )
+        return self
+
+    def _fill(
+        self,
+        params: MrtrParams,
+        principal: str | None,
+        round: int,
+        answers: dict[str, Recorded],
+        fresh: dict[str, InputResponse],
+        offered: dict[str, Any],
+        read_offered: OfferedReader,
+        memo: dict[str, Any],
+        once: dict[str, Any],
+        request_state: Any,
+    ) -> None:
         self._params = params
         self._principal = principal
         self._round = round
-        self._answers = dict(answers)
-        self._structured: dict[str, InputResponse] = dict(fresh)
-        self._fresh = MappingProxyType(dict(fresh))
-        self._offered = dict(offered)
+        self._answers = answers
+        self._structured = dict(fresh)  # grows as answers are read; _fresh stays as it was
+        self._fresh = MappingProxyType(fresh)
+        self._offered = offered
         self._read_offered = read_offered
         self._rejected: JsonRpcError | None = None
-        self._memo = dict(memo)
-        self._once = dict(once)
+        self._memo = memo
+        self._once = once
         self._request_state = request_state
         self._questions: dict[str, str] = {}
         self._pending: dict[str, Pending] = {}
@@ -274,8 +315,7 @@ class Context:
     def _lookup(self, key: str, request: InputRequest) -> InputResponse | None:
         if not isinstance(key, str) or not key:
             raise ValueError("an input request key must be a non-empty string")
-        wire = unstructure_input_request(request)
-        digest = question_digest(wire)
+        digest, wire = _DIGESTS.digest(request)
         seen = self._questions.get(key)
         if seen is not None and seen != digest:
             raise ValueError(f"key {key!r} was asked a different question earlier in this run")
@@ -299,6 +339,8 @@ class Context:
             self._answers[key] = record
             self._structured[key] = answer
             return answer
+        if wire is None:  # the digest was remembered: the question is written only now
+            wire = unstructure_input_request(request)
         self._pending[key] = Pending(request, wire, digest)
         return None
 

@@ -31,6 +31,7 @@ Example (sync driver; see ``mrtr_sync.server_engine.run_handler``)::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -51,7 +52,7 @@ from mrtr_core.server.capabilities import (
     merge_capabilities,
     missing_capabilities,
 )
-from mrtr_core.server.carried import Asked, Carried, Recorded
+from mrtr_core.server.carried import Asked, Carried, Recorded, payload
 from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
 from mrtr_core.server.limits import ServerLimits
 from mrtr_core.server.schemas import SchemaCache
@@ -80,7 +81,12 @@ __all__ = ["Completed", "HandlerSpec", "NeedsInput", "Run", "ServerEngine"]
 
 _MISSING: Final = object()
 _VALIDATOR_CACHE_SIZE: Final = 256
-_ENCODE: Final = jsontext.compact
+# NaN and the infinities are not JSON (RFC 8259 §6): refused here, so they never reach
+# the sealed state (whose codec would write them as null).
+_ENCODE: Final = jsontext.reusable(
+    json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
+)
+_MRTR_PARAMS: Final = (CallToolParams, GetPromptParams, ReadResourceParams)
 
 
 @attrs.frozen(kw_only=True)
@@ -189,7 +195,7 @@ class ServerEngine:
                 keys the state does not record are checked later, when the handler asks
                 them (see :meth:`Context.ask`); :meth:`Run.finish` raises that error.
         """
-        if not isinstance(params, CallToolParams | GetPromptParams | ReadResourceParams):
+        if not isinstance(params, _MRTR_PARAMS):
             raise LocalProtocolError(
                 f"only tools/call, prompts/get and resources/read run MRTR handlers, "
                 f"not {type(params).__name__}"
@@ -211,7 +217,7 @@ class ServerEngine:
         fresh, recorded, offered = self._read_responses(params.input_responses, carried)
         answers = dict(carried.answers)
         answers.update(recorded)
-        context = Context(
+        context = Context._adopt(  # every dict below is this context's alone
             params=params,
             principal=principal,
             round=carried.rounds + 1,
@@ -219,8 +225,8 @@ class ServerEngine:
             fresh=fresh,
             offered=offered,
             read_offered=self._read_offered,
-            memo=carried.memo,
-            once=carried.once,
+            memo=dict(carried.memo),  # run.carried keeps what the state held
+            once=dict(carried.once),
             request_state=carried.user,
         )
         return Run(self, params, spec, binding, carried, context, claim)
@@ -238,7 +244,7 @@ class ServerEngine:
         """
         if raw is None:  # `inputResponses: null` counts as absent
             return {}, {}, {}
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):  # (dict: no ABC check)
             raise _invalid_params("inputResponses must be an object", reason="malformed")
         limits = self._limits
         # The limits apply to the whole object, before any handler runs.
@@ -343,19 +349,19 @@ class ServerEngine:
                 {"limit": "max_input_requests", "value": limits.max_input_requests},
             )
         ctx = run.context
+        # What Carried(...).to_payload() writes, without building the Carried (it is
+        # sealed at once and never read here).
         asked = {
-            key: _asked_for(request, digest) for key, (request, _, digest) in questions.items()
+            key: [
+                request.method,
+                digest,
+                request.requested_schema if isinstance(request, ElicitFormRequest) else None,
+            ]
+            for key, (request, _, digest) in questions.items()
         }
-        carried = Carried(
-            rounds=rounds,
-            asked=asked,
-            answers=dict(ctx.answers),
-            memo=dict(ctx.memo_values),
-            once=dict(ctx.once_values),
-            user=user,
-        )
+        state = payload(rounds, asked, ctx.answers, ctx.memo_values, ctx.once_values, user)
         try:
-            token = self._codec.seal(carried.to_payload(), run.binding, now)
+            token = self._codec.seal(state, run.binding, now)
         except StateSizeLimitError as exc:
             raise JsonRpcError(
                 INTERNAL_ERROR,

@@ -232,12 +232,27 @@ class ClientSide(RunState):
             flow.operation, key, request))
         # Every decision is drawn whether or not its fault is on (see _start).
         think = prng.uniform(*self._think(request))
-        misbehave = prng.chance(self.faults.handler)
-        choices = _MISBEHAVIOURS_FORM if isinstance(request, ElicitFormRequest) else _MISBEHAVIOURS
-        misbehaviour = choices[prng.below(len(choices))]
-        slow = prng.uniform(*timing.slow_think)
-        expire = prng.chance(self.faults.expire)
-        expire_think = timing.state_ttl + 2 * timing.state_skew + prng.uniform(1.0, 10.0)
+        faults = self.faults
+        # Draws whose fault is off are spent without being computed (their values could
+        # not matter), so every later draw is where it would be with the fault on.
+        misbehave = False
+        misbehaviour = "answers"
+        slow = 0.0
+        if faults.handler > 0.0:
+            misbehave = prng.chance(faults.handler)
+            choices = (_MISBEHAVIOURS_FORM if isinstance(request, ElicitFormRequest)
+                       else _MISBEHAVIOURS)
+            misbehaviour = choices[prng.below(len(choices))]
+            slow = prng.uniform(*timing.slow_think)
+        else:
+            prng.skip(3)
+        expire = False
+        expire_think = 0.0
+        if faults.expire > 0.0:
+            expire = prng.chance(faults.expire)
+            expire_think = timing.state_ttl + 2 * timing.state_skew + prng.uniform(1.0, 10.0)
+        else:
+            prng.skip(2)
         what = "answers"
         if flow.hostile is None and misbehave:
             what = misbehaviour

@@ -32,6 +32,8 @@ class Run(ClientSide, ServerSide, ProbeSide):
         self.sim = sim
         self.workload = sim.workload
         self.faults = sim.faults
+        faults = sim.faults
+        self.quiet_net = not (faults.loss or faults.duplicate or faults.delay or faults.reorder)
         self.timing = sim.timing
         self.limits = sim.timing.limits
         self.mutations = sim.mutations

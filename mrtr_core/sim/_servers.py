@@ -12,7 +12,7 @@ from typing import Any
 
 from mrtr_core.app import Reply
 from mrtr_core.sim import invariants as inv
-from mrtr_core.sim._state import Instance, Issued, Leg, RunState, binding_of, is_refusal
+from mrtr_core.sim._state import Instance, Issued, Leg, RunState, is_refusal
 from mrtr_core.sim.hostile import hostile_reply
 from mrtr_core.sim.transcript import describe_message, short_token
 from mrtr_core.state.errors import STATE_REJECTED_MESSAGE
@@ -65,7 +65,7 @@ class ServerSide(RunState):
             token = result.get("requestState")
             if isinstance(token, str):
                 self.issued[token] = Issued(
-                    binding_of(message, leg.principal), now, self.sched.now,
+                    leg.binding, now, self.sched.now,
                     instance.ring.active, flow.op,
                 )
                 if len(self.issued) % 4096 == 0:
@@ -76,9 +76,14 @@ class ServerSide(RunState):
         if self.transcript is not None:
             self._note(flow.op, instance.name, f"reply {describe_message(answer)}")
         net = leg.net
-        crash = net.chance(self.faults.crash)
-        lose = net.chance(0.5) and crash
-        downtime = net.uniform(*self.timing.downtime)
+        if self.faults.crash > 0.0:
+            crash = net.chance(self.faults.crash)
+            lose = net.chance(0.5) and crash
+            downtime = net.uniform(*self.timing.downtime)
+        else:  # the same three draws, spent: their values could not matter
+            net.skip(3)
+            crash = lose = False
+            downtime = 0.0
         # An instance crashes only while another is up (a rolling restart, not an outage).
         if crash and len(self.up) > 1:
             self._crash(instance, lose, downtime)
@@ -143,7 +148,7 @@ class ServerSide(RunState):
                           f"{instance.name} accepted state {short_token(token)} that no server "
                           f"issued (tampered, forged, or long dead)")
             return
-        if info.binding != binding_of(leg.message, leg.principal):
+        if info.binding != leg.binding:
             self._violate(inv.STATE_VALID, op,
                           f"{instance.name} accepted state of {info.op} for another request or "
                           f"principal ({leg.principal})")

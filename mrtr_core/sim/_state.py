@@ -6,11 +6,11 @@ which declares the shared state and carries the network between them.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from mrtr_core import jsontext
 from mrtr_core.app import App
 from mrtr_core.client import ClientFlow, ClientLimits
 from mrtr_core.client.commands import RequestId
@@ -46,6 +46,7 @@ __all__ = [
 EPS: Final = 1e-6
 """Tolerance of time comparisons (virtual seconds)."""
 
+_CANONICAL: Final = jsontext.canonical  # json.dumps(sort_keys=True, separators=(",", ":"))
 _FIELD: Final = 1.0 / 65536.0
 _HALF: Final = 1.0 / 4294967296.0
 
@@ -147,7 +148,8 @@ class Leg:
     separate one for a probe, so that probes neither shift nor touch the honest flow.
     """
 
-    __slots__ = ("flow", "message", "net", "principal", "probe", "request_id", "sent_at")
+    __slots__ = ("_binding", "flow", "message", "net", "principal", "probe", "request_id",
+                 "sent_at")
 
     def __init__(self, flow: Flow, message: JsonObject, principal: str, probe: str | None,
                  sent_at: float, net: Prng) -> None:
@@ -158,6 +160,16 @@ class Leg:
         self.request_id = message.get("id")
         self.sent_at = sent_at
         self.net = net
+        self._binding: str | None = None
+
+    @property
+    def binding(self) -> str:
+        """:func:`binding_of` this leg's message and principal (written once per leg: the
+        message is never changed after it is sent)."""
+        binding = self._binding
+        if binding is None:
+            binding = self._binding = binding_of(self.message, self.principal)
+        return binding
 
 
 class Issued:
@@ -177,8 +189,7 @@ def binding_of(message: JsonObject, principal: str) -> str:
     """The simulator's own view of what a request's state must be bound to (S11)."""
     params = message.get("params") or {}
     target = params.get("uri") if "uri" in params else params.get("name")
-    return json.dumps([message.get("method"), target, params.get("arguments") or {}, principal],
-                      sort_keys=True, separators=(",", ":"))
+    return _CANONICAL([message.get("method"), target, params.get("arguments") or {}, principal])
 
 
 def is_refusal(message: object) -> bool:
@@ -224,6 +235,7 @@ class RunState:
     balancer: Balancer
     clients: list[Client]
     single_use_targets: set[tuple[str, str]]
+    quiet_net: bool  # no loss, duplication, delay or reordering in this run
 
     # --- implemented by the sides --------------------------------------------------------
 
@@ -279,6 +291,12 @@ class RunState:
         counters = self.counters
         counters.messages += 1
         delay = extra + net.uniform(*timing.latency)
+        if self.quiet_net:
+            # No network fault is on: the two words could not change anything. They are
+            # still spent, so every later draw is where it would be with faults on.
+            net.skip(2)
+            self.sched.after(delay, deliver, item)
+            return
         decide = net.next_u64()
         size = net.next_u64()
         if (decide & 0xFFFF) * _FIELD < faults.loss:

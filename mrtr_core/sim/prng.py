@@ -27,14 +27,34 @@ def _mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_PREFIXES: dict[str, int] = {}  # FNV-1a state after a name's prefix ("flow-", "net-", ...)
+_MAX_PREFIXES = 256
+
+
+def _fnv(h: int, data: bytes) -> int:
+    for byte in data:
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK
+    return h
+
+
 def stream_key(name: str | int) -> int:
     """A stable 64-bit key for a stream name (FNV-1a; never Python's salted ``hash``)."""
     if isinstance(name, int):
         return _mix(name & _MASK)
-    h = 0xCBF29CE484222325
-    for byte in name.encode("utf-8"):
-        h = ((h ^ byte) * 0x100000001B3) & _MASK
-    return h
+    # FNV-1a runs byte by byte, so the state after a prefix such as "flow-" (one per kind
+    # of stream, shared by thousands of names) is kept and only the rest is hashed.
+    cut = name.rfind("-") + 1
+    if not cut:
+        return _fnv(_FNV_OFFSET, name.encode("utf-8"))
+    prefix = name[:cut]
+    h = _PREFIXES.get(prefix)
+    if h is None:
+        h = _fnv(_FNV_OFFSET, prefix.encode("utf-8"))
+        if len(_PREFIXES) < _MAX_PREFIXES:
+            _PREFIXES[prefix] = h
+    return _fnv(h, name[cut:].encode("utf-8"))
 
 
 class Prng:
@@ -64,9 +84,13 @@ class Prng:
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
         return ((z ^ (z >> 31)) >> 11) * _INV_2_53
 
-    def __call__(self) -> float:
-        """Same as :meth:`random`, so a ``Prng`` is a jitter source ``() -> float``."""
-        return self.random()
+    __call__ = random
+    """Same as :meth:`random`, so a ``Prng`` is a jitter source ``() -> float``."""
+
+    def skip(self, draws: int = 1) -> None:
+        """Spend ``draws`` draws whose values are not needed: the stream ends up where
+        taking them one by one would leave it (SplitMix64's state only counts draws)."""
+        self._state = (self._state + draws * _GAMMA) & _MASK
 
     def below(self, n: int) -> int:
         """An integer in ``[0, n)``; ``n`` must be positive."""
@@ -80,11 +104,23 @@ class Prng:
         One draw is spent whatever ``p`` is, so turning a fault off (``p = 0``) does not
         shift the draws after it: the shrinker relies on that.
         """
-        return self.random() < p
+        if p <= 0.0 or p >= 1.0:
+            # The draw is spent but its value cannot change the answer (random() < 1).
+            self._state = (self._state + _GAMMA) & _MASK
+            return p >= 1.0
+        # random() inlined (one draw, the same value): drawn for every fault decision.
+        z = self._state = (self._state + _GAMMA) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return ((z ^ (z >> 31)) >> 11) * _INV_2_53 < p
 
     def uniform(self, low: float, high: float) -> float:
         """A float in ``[low, high)``."""
-        return low + (high - low) * self.random()
+        # random() inlined (one draw, the same value): drawn for every latency and delay.
+        z = self._state = (self._state + _GAMMA) & _MASK
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return low + (high - low) * (((z ^ (z >> 31)) >> 11) * _INV_2_53)
 
     def choice(self, items: Sequence[T]) -> T:
         """One element of a non-empty sequence."""
@@ -102,10 +138,8 @@ class Prng:
 
     def bytes(self, n: int) -> bytes:
         """``n`` pseudo-random bytes (a deterministic nonce source for the state codec)."""
-        out = bytearray()
-        while len(out) < n:
-            out += self.next_u64().to_bytes(8, "little")
-        return bytes(out[:n])
+        words = -(-n // 8)  # whole 64-bit draws, little-endian, cut to n bytes
+        return b"".join([self.next_u64().to_bytes(8, "little") for _ in range(words)])[:n]
 
     def fork(self, name: str | int) -> Prng:
         """An independent stream derived from this generator's seed and ``name``.

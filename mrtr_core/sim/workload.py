@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from mrtr_core import jsontext
 from mrtr_core.app import App
 from mrtr_core.server import Context, form, sample
 from mrtr_core.sim.prng import Prng
@@ -66,6 +67,8 @@ KINDS_ALL = frozenset({ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST})
 """The input kinds a simulated client has handlers for."""
 
 _OP_MARK = re.compile(r"op-\d+")
+# Strings as they are (no \u escapes, so a non-ASCII digit stays a digit to the pattern).
+_TEXT = jsontext.reusable(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
 
 @attrs.frozen(kw_only=True)
@@ -203,6 +206,23 @@ def _payload(method: str, result: JsonObject) -> Any:
     return result.get("structuredContent")
 
 
+def _marks_of(payload: dict[str, Any]) -> set[str]:
+    """Every operation id in the payload's strings (the values, at any depth).
+
+    The payload came out of a JSON result, so it is scanned as compact JSON text: strings
+    are quoted there, so a mark never runs from one into the next. Object keys are scanned
+    too; the reference handlers' keys are fixed words and input keys, which hold no mark.
+    Anything that is not JSON text is walked instead.
+    """
+    try:
+        text = _TEXT(payload)
+    except (TypeError, ValueError):
+        marks: set[str] = set()
+        _marks(payload, marks)
+        return marks
+    return set(_OP_MARK.findall(text))
+
+
 def _marks(value: Any, out: set[str]) -> None:
     if isinstance(value, str):
         out.update(_OP_MARK.findall(value))
@@ -320,8 +340,7 @@ class ReferenceWorkload:
             return f"result does not have the reference shape ({type(exc).__name__}: {exc})"
         if not isinstance(payload, dict) or payload.get("op") != operation.op:
             return f"result is about {payload.get('op') if isinstance(payload, dict) else '?'}"
-        marks: set[str] = set()
-        _marks(payload, marks)
+        marks = _marks_of(payload)
         foreign = sorted(marks - {operation.op})
         if foreign:
             return f"result holds data of {', '.join(foreign)}"

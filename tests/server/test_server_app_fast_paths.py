@@ -217,3 +217,54 @@ def test_binding_tag_is_the_digest_of_the_canonical_identity(identity: list[str 
                       arguments_digest=digest or "d", principal=principal)
     expected = [binding.method, binding.target, binding.arguments_digest, binding.principal]
     assert binding.tag == hashlib.sha256(canonical_json(expected).encode("ascii")).digest()[:16]
+
+
+# --- request _meta read once per distinct text --------------------------------------------------
+
+
+def _meta_call(meta: Any, request_id: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": "plain", "arguments": {"name": "x"}, "_meta": meta}}
+
+
+def _answer(app: App, message: dict[str, Any]) -> Any:
+    reply = drive_sync(app, message, now=0.0)
+    return reply.message, reply.status
+
+
+META_VARIANTS: list[Any] = [
+    META,
+    {**META, "progressToken": 1},
+    {**META, "progressToken": 1.0},
+    {**META, "progressToken": True},
+    {**META, "progressToken": "1"},
+    {**META, "io.modelcontextprotocol/protocolVersion": "2025-11-25"},
+    {**META, "io.modelcontextprotocol/protocolVersion": 20260728},
+    {**META, "io.modelcontextprotocol/clientCapabilities": []},
+    {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": 1}},
+    {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+    {**META, "x-extension": {"a": [1, 2.5, None]}},
+    {**META, "x-extension": {"a": [1, 2.5, False]}},
+    [],
+    None,
+]
+
+
+def test_a_remembered_meta_answers_what_reading_it_answers() -> None:
+    """Every _meta, in any order after any other, answers what a fresh app answers."""
+    shared = _app()
+    for rounds in range(2):
+        for index, meta in enumerate(META_VARIANTS):
+            fresh = _answer(_app(), _meta_call(meta, index))
+            assert _answer(shared, _meta_call(meta, index)) == fresh, (rounds, meta)
+
+
+def test_only_accepted_meta_is_remembered_and_the_memo_is_bounded() -> None:
+    app = _app()
+    for meta in META_VARIANTS:
+        _answer(app, _meta_call(meta))
+    # Accepted: the plain one, progressToken 1 and "1", and both x-extension variants.
+    assert len(app._metas) == 5
+    for i in range(600):
+        _answer(app, _meta_call({**META, "progressToken": f"token-{i}"}))
+    assert len(app._metas) <= 256

@@ -278,6 +278,17 @@ def test_memo_value_must_be_json() -> None:
         run.context.once("nan", lambda: float("nan"))
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}])
+def test_explicit_state_must_be_json(bad: object) -> None:
+    def handler(ctx: Context) -> Any:
+        return ctx.input_required({"k": form("Q", ok=bool)}, state={"v": [bad]})
+
+    engine = make_engine()
+    run = engine.begin(tool_call("t"), HandlerSpec(handler=handler), now=T0)
+    with pytest.raises(TypeError, match="explicit request state is not JSON-able"):
+        run.finish(T0, returned=handler(run.context))
+
+
 # --- limits -----------------------------------------------------------------------------------
 
 

@@ -227,3 +227,33 @@ def test_schema_cache_finds_a_schema_by_content_and_by_key() -> None:
     cache.get({"type": "integer"})
     cache.get({"type": "boolean"})
     assert len(cache) == 2  # bounded: the oldest went
+
+
+def test_schema_cache_tells_values_json_tells_apart() -> None:
+    """Content is matched exactly: 1, 1.0 and True are different schemas, a tuple or a
+    reordered object may compile again but is never confused with another schema."""
+    cache = SchemaCache()
+    by_value = [(v, cache.get({"type": "integer", "minimum": v})) for v in (1, 1.0, True)]
+    assert len({id(c) for _, c in by_value}) == 3
+    for value, compiled in by_value:
+        assert compiled.schema["minimum"] is value
+        assert cache.get({"type": "integer", "minimum": value}) is compiled
+    ordered = cache.get({"type": "array", "items": {"type": "string"}})
+    assert cache.get({"items": {"type": "string"}, "type": "array"}).is_valid(["x"])
+    assert cache.get({"type": "array", "items": {"type": "string"}}) is ordered
+
+
+def test_schema_cache_refuses_a_schema_that_is_not_json_as_before() -> None:
+    cache = SchemaCache()
+    with pytest.raises(TypeError):
+        cache.get({"enum": {1, 2}})
+    with pytest.raises(TypeError):
+        cache.get({"enum": {1, 2}})  # never remembered
+    assert len(cache) == 0
+
+    class Text(str):
+        pass
+
+    compiled = cache.get({"type": Text("string")})  # not marshallable: found by its JSON text
+    assert cache.get({"type": Text("string")}) is compiled
+    assert compiled.is_valid("x") and not compiled.is_valid(1)

@@ -17,6 +17,7 @@ from mrtr_core.sim import (
 )
 from mrtr_core.sim.balancer import make_balancer
 from mrtr_core.sim.hostile import malformed_answers, tamper
+from mrtr_core.sim.prng import stream_key
 from mrtr_core.sim.transcript import Transcript, describe_message, short_token
 from mrtr_core.wire import structure_input_response
 
@@ -68,6 +69,50 @@ def test_prng_helpers() -> None:
     assert 2.0 <= prng.uniform(2.0, 3.0) < 3.0
     with pytest.raises(ValueError):
         prng.below(0)
+
+
+def test_prng_chance_at_the_edges_answers_like_random_and_spends_one_draw() -> None:
+    for rate in (0.0, 1.0, -0.5, 1.5, 0.25):
+        a, b = Prng(5), Prng(5)
+        for _ in range(200):
+            assert a.chance(rate) == (b.random() < rate)
+        assert a.next_u64() == b.next_u64()
+
+
+def test_prng_skip_leaves_the_stream_where_drawing_would() -> None:
+    for draws in (0, 1, 2, 3, 17):
+        a, b = Prng(21), Prng(21)
+        for _ in range(draws):
+            a.next_u64()
+        b.skip(draws)
+        assert [a.random() for _ in range(5)] == [b.random() for _ in range(5)]
+    a, b = Prng(21), Prng(21)
+    a.skip()
+    b.uniform(0.0, 9.0)
+    assert a.next_u64() == b.next_u64()
+
+
+def test_prng_bytes_are_the_little_endian_words_cut_to_length() -> None:
+    for n in (0, 1, 7, 8, 9, 12, 32, 33):
+        a, b = Prng(4), Prng(4)
+        words = b"".join(b.next_u64().to_bytes(8, "little") for _ in range((n + 7) // 8))
+        assert a.bytes(n) == words[:n]
+        assert a.next_u64() == b.next_u64()
+
+
+def test_stream_keys_are_fnv1a_of_the_whole_name() -> None:
+    def fnv1a(name: str) -> int:
+        h = 0xCBF29CE484222325
+        for byte in name.encode("utf-8"):
+            h = ((h ^ byte) * 0x100000001B3) % (1 << 64)
+        return h
+
+    names = ["flow-1", "flow-12", "net-12", "jitter-7", "start-0", "flow-", "-", "", "keys",
+             "probe-net-3", "a-b-c", "é-ü-1", "flow-x-1"]
+    for _ in range(2):  # the second time the prefixes come from the cache
+        for name in names:
+            assert stream_key(name) == fnv1a(name), name
+    assert stream_key(5) == stream_key(5) != stream_key(6)
 
 
 # --- Scheduler -------------------------------------------------------------------------------
@@ -207,3 +252,40 @@ def test_malformed_answers_never_hold_a_readable_answer() -> None:
         if isinstance(bad, dict):
             with pytest.raises(CodecError):
                 structure_input_response("elicitation/create", bad["confirm"])
+
+
+# --- invariant helpers -----------------------------------------------------------------------
+
+
+def test_operation_marks_are_found_in_every_string_value_at_any_depth() -> None:
+    from mrtr_core.sim.workload import _marks, _marks_of
+
+    samples: list[dict[str, object]] = [
+        {"op": "op-1", "answers": {"a": {"content": {"note": "op-1:a", "n": 5}}}},
+        {"op": "op-1", "list": ["x op-22 y", ["op-3"], {"k": "op-"}], "n": None, "b": True},
+        {"op": "op-\u0661", "q": 'quote " op-4', "nl": "op-5\nop-6", "u": "é op-7"},
+        {"op": "op-8", "f": 1.5, "i": -3, "e": ""},
+    ]
+    for payload in samples:
+        walked: set[str] = set()
+        _marks(payload, walked)
+        assert _marks_of(payload) == walked
+    assert _marks_of({"op": {1, 2}, "x": "op-9"}) == {"op-9"}  # not JSON: walked
+
+
+def test_a_legs_binding_is_the_canonical_binding_of_its_message() -> None:
+    import json
+
+    from mrtr_core.sim._state import Leg, binding_of
+
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "deploy", "arguments": {"z": 1, "a": ["é", 2.5]}}}
+    expected = json.dumps(["tools/call", "deploy", {"z": 1, "a": ["é", 2.5]}, "user-0"],
+                          sort_keys=True, separators=(",", ":"))
+    assert binding_of(message, "user-0") == expected
+    leg = Leg(None, message, "user-0", None, 0.0, Prng(1))  # type: ignore[arg-type]
+    assert leg.binding == expected
+    assert leg.binding is leg.binding  # written once
+    resource = {"method": "resources/read", "params": {"uri": "sim://x"}}
+    assert binding_of(resource, "u") == json.dumps(["resources/read", "sim://x", {}, "u"],
+                                                   sort_keys=True, separators=(",", ":"))

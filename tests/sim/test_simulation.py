@@ -242,3 +242,23 @@ def test_late_replays_near_expiry_on_a_slower_clock_are_refused() -> None:
     report = Simulation(3, flows=800, faults=Faults(skew=1.0, hostile_client=1.0)).run()
     assert report.ok, report.summary()
     assert report.counters.probes_refused > 500
+
+
+def test_a_fault_that_is_off_spends_its_draws_like_one_that_never_fires() -> None:
+    """Draws of a fault at rate 0 are spent without being computed: the run is the one a
+    rate too small to ever fire gives (every later draw where it was)."""
+    tiny = 1e-12
+    off = Faults(skew=0.5)
+    on_but_silent = Faults(skew=0.5, loss=tiny, duplicate=tiny, delay=tiny, reorder=tiny,
+                           crash=tiny, handler=tiny, expire=tiny)
+
+    def run(faults: Faults) -> tuple[Any, ...]:
+        report = Simulation(3, flows=80, faults=faults, record=True).run()
+        assert report.ok, report.summary()
+        return (report.outcomes, report.counters, report.virtual_time, report.events,
+                report.transcript)
+
+    quiet = run(off)
+    assert quiet == run(on_but_silent)
+    counters = quiet[1]
+    assert counters.lost == counters.duplicated == counters.delayed == counters.crashes == 0
