@@ -13,6 +13,7 @@ the call goes on. Failures leave the group as the flow's typed error, never as a
 from __future__ import annotations
 
 import asyncio
+import collections
 import inspect
 import itertools
 import random as _random
@@ -197,6 +198,12 @@ class Client(ClientBase[Handler]):
     ) -> ClientEvent:
         """Wait for the next fact: a response, a handler outcome, or the timer."""
         deadline = flow.deadline
+        if send is None and run.finished:
+            # A plain-function handler already answered (a task's answer would be read
+            # before a timer due meanwhile, just the same).
+            event = run.pop_finished()
+            if event is not None:
+                return event
         timer = asyncio.timeout_at(deadline)
         try:
             async with timer:
@@ -231,46 +238,81 @@ def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
 
 
 class _Handlers:
-    """The handler tasks of one call."""
+    """The handlers of one call: a plain function runs at once (it would hold the event loop
+    in a task of its own just the same); an awaitable answer is awaited in a task."""
 
     def __init__(self, client: Client, group: asyncio.TaskGroup) -> None:
         self._client = client
         self._group = group
-        self._outcomes: asyncio.Queue[tuple[int, ClientEvent]] = asyncio.Queue()
+        self._outcomes: asyncio.Queue[tuple[int, ClientEvent]] | None = None
         self._tokens = itertools.count()
-        self.running: dict[str, tuple[int, asyncio.Task[None]]] = {}
+        self.running: dict[str, tuple[int, asyncio.Task[None] | None]] = {}
+        self.finished: collections.deque[tuple[int, ClientEvent]] = collections.deque()
 
     def start(self, cmd: InvokeHandler) -> None:
         token = next(self._tokens)
         fn = self._client.handlers.for_kind(cmd.request.method)
-        task = self._group.create_task(self._run(fn, cmd, token), name=f"mrtr-handler-{cmd.key}")
-        self.running[cmd.key] = (token, task)
-
-    async def _run(self, fn: Handler | None, cmd: InvokeHandler, token: int) -> None:
         event: ClientEvent
         try:
             if fn is None:
                 raise LookupError(f"no handler for {cmd.request.method}")
             value = fn(cmd.request, cmd.key)
-            if inspect.isawaitable(value):
-                value = await value
-            event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
         except Exception as exc:  # a handler's failure is a fact for the flow
             event = HandlerFailed(key=cmd.key, error=exc)
-        self._outcomes.put_nowait((token, event))
+        else:
+            if inspect.isawaitable(value):
+                if self._outcomes is None:
+                    self._outcomes = asyncio.Queue()
+                task = self._group.create_task(
+                    self._run(value, cmd, token, self._outcomes), name=f"mrtr-handler-{cmd.key}"
+                )
+                self.running[cmd.key] = (token, task)
+                return
+            event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
+        self.running[cmd.key] = (token, None)
+        self.finished.append((token, event))
+
+    async def _run(
+        self,
+        value: Awaitable[object],
+        cmd: InvokeHandler,
+        token: int,
+        outcomes: asyncio.Queue[tuple[int, ClientEvent]],
+    ) -> None:
+        event: ClientEvent
+        try:
+            event = HandlerReturned(key=cmd.key, answer=await value)  # type: ignore[arg-type]
+        except Exception as exc:  # a handler's failure is a fact for the flow
+            event = HandlerFailed(key=cmd.key, error=exc)
+        outcomes.put_nowait((token, event))
+
+    def _current(self, token: int, event: ClientEvent) -> bool:
+        entry = self.running.get(event.key)  # type: ignore[union-attr]
+        if entry is not None and entry[0] == token:
+            del self.running[event.key]  # type: ignore[union-attr]
+            return True
+        return False
+
+    def pop_finished(self) -> ClientEvent | None:
+        """The next outcome of a plain-function handler still expected (stale ones dropped)."""
+        while self.finished:
+            token, event = self.finished.popleft()
+            if self._current(token, event):
+                return event
+        return None
 
     async def next_outcome(self) -> ClientEvent:
-        """The next outcome of a handler still running (stale ones are dropped)."""
+        """The next outcome of a handler task still running (stale ones are dropped)."""
+        assert self._outcomes is not None
         while True:
             token, event = await self._outcomes.get()
-            entry = self.running.get(event.key)  # type: ignore[union-attr]
-            if entry is not None and entry[0] == token:
-                del self.running[event.key]  # type: ignore[union-attr]
+            if self._current(token, event):
                 return event
 
     async def cancel(self, keys: tuple[str, ...]) -> None:
         """Cancel these handlers and wait until each has finished."""
-        tasks = [self.running.pop(key)[1] for key in keys if key in self.running]
+        entries = [self.running.pop(key)[1] for key in keys if key in self.running]
+        tasks = [task for task in entries if task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
@@ -279,5 +321,6 @@ class _Handlers:
     def cancel_all(self) -> None:
         """Cancel whatever still runs (the group waits for it)."""
         for _, task in self.running.values():
-            task.cancel()
+            if task is not None:
+                task.cancel()
         self.running.clear()

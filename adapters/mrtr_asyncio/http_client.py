@@ -173,8 +173,10 @@ class HttpTransport:
     async def _roundtrip(
         self, conn: _Connection, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
-        conn.writer.write(conn.http.send_request(message))
-        await conn.writer.drain()
+        writer = conn.writer
+        writer.write(conn.http.send_request(message))
+        if writer.transport.get_write_buffer_size():
+            await writer.drain()  # only when the socket did not take it all at once
         while True:
             event = conn.http.next_event()
             if event is NEED_DATA:

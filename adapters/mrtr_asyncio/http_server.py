@@ -1,9 +1,11 @@
 """Serve an :class:`~mrtr_core.app.App` over Streamable HTTP under asyncio.
 
-One task per connection; framing and every transport check happen in
-:class:`~mrtr_core.http.HttpServerConnection`. While a handler runs the connection is
-watched: a client that closes it cancels the request (closing the response stream is the
-cancellation signal on HTTP, streamable-http.mdx § Cancellation).
+Each connection is an :class:`asyncio.Protocol`: bytes are fed to
+:class:`~mrtr_core.http.HttpServerConnection` (framing and every transport check) as the
+event loop delivers them, and a plain-function handler is answered right there, with no
+task of its own. A coroutine handler runs in a task while the connection is watched: a
+client that closes it cancels the request (closing the response stream is the cancellation
+signal on HTTP, streamable-http.mdx § Cancellation).
 
 Example::
 
@@ -15,9 +17,9 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mrtr_asyncio.stdio_server import internal_error_reply, run_step
@@ -35,7 +37,7 @@ __all__ = ["HttpServer", "PrincipalOf", "serve_http"]
 PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
-_READ_SIZE = 65536
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
 
 
 class HttpServer:
@@ -69,7 +71,7 @@ class HttpServer:
         self._host, self._port = host, port
         self.host, self.port = host, port
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._conns: set[_Connection] = set()
 
     @property
     def url(self) -> str:
@@ -79,7 +81,10 @@ class HttpServer:
 
     async def start(self) -> HttpServer:
         """Bind and start accepting; :attr:`port` is then the bound port."""
-        self._server = await asyncio.start_server(self._handle, self._host, self._port)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self._host, self._port
+        )
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
         return self
 
@@ -91,13 +96,17 @@ class HttpServer:
         await self._server.serve_forever()
 
     async def aclose(self) -> None:
-        """Stop accepting, cancel every connection task, and wait for them."""
+        """Stop accepting, drop every connection, and wait for their handlers."""
         if self._server is not None:
             self._server.close()
-        tasks = list(self._tasks)
+        conns = list(self._conns)
+        tasks = [conn.task for conn in conns if conn.task is not None]
+        for conn in conns:
+            conn.abort()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -107,120 +116,248 @@ class HttpServer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    # -- connections -------------------------------------------------------------------------
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if len(self._tasks) >= self.max_connections or task is None:
-            writer.transport.abort()
-            return
-        self._tasks.add(task)
-        try:
-            await self._serve(reader, writer)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError):
-            pass  # the peer went away or stalled; only this connection is affected
-        finally:
-            self._tasks.discard(task)
-            writer.transport.abort()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        loop = asyncio.get_running_loop()
-        conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
-        started: float | None = None
-        while True:
-            event = conn.next_event()
-            await self._send(writer, conn.data_to_send())
-            if event is NEED_DATA:
-                if conn.idle:
-                    started, deadline = None, loop.time() + self.idle_timeout
-                else:
-                    started = loop.time() if started is None else started
-                    deadline = started + self.read_timeout
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        data = await reader.read(_READ_SIZE)
-                except TimeoutError:
-                    conn.timed_out()
-                    await self._send(writer, conn.data_to_send())
-                    return
-                conn.receive_data(data)
-            elif isinstance(event, MessageReceived):
-                started = None
-                reply = await self._answer(event, reader, conn)
-                if reply is None:
-                    return  # the client closed the connection: the request is cancelled
-                conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
-            elif isinstance(event, ConnectionEnded):
-                return
-
     def _tool_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""
         tool = self.app.find_tool(name)
         return tool.input_schema if tool is not None else None
 
-    async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
-        if data:
-            writer.write(data)
-            if not writer.transport.get_write_buffer_size():
-                await writer.drain()  # all written: drain cannot wait, no timer needed
-                return
-            async with asyncio.timeout(self.read_timeout):
-                await writer.drain()
 
-    async def _answer(
-        self,
-        event: MessageReceived,
-        reader: asyncio.StreamReader,
-        conn: HttpServerConnection,
-    ) -> Reply | None:
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests one after another.
+
+    Timers: while a request is incomplete it must arrive within ``read_timeout`` of its
+    first bytes (else 408); an idle keep-alive connection is closed after ``idle_timeout``;
+    a reply the client does not read within ``read_timeout`` drops the connection. One
+    timer handle serves all three: it is moved only when it fires early.
+    """
+
+    def __init__(self, server: HttpServer) -> None:
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.conn = HttpServerConnection(server.config, tool_schema=server._tool_schema)
+        self.transport: asyncio.Transport | None = None
+        self.task: asyncio.Task[None] | None = None  # a coroutine handler's task
+        self.budget = 0  # bytes still accepted while a handler runs
+        self.started: float | None = None  # when the current request's first bytes came
+        self.deadline: float | None = None  # when the current wait ends
+        self.timer: asyncio.TimerHandle | None = None
+        self.paused = False  # the client is not reading our replies fast enough
+        self.closed = False
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        if len(self.server._conns) >= self.server.max_connections:
+            self.closed = True
+            transport.abort()
+            return
+        self.server._conns.add(self)
+        self._process()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.conn.receive_data(data)
+        if self.task is not None:
+            # Bytes of a pipelined request wait in ``conn`` (bounded: at most one request's
+            # worth) while the handler runs.
+            self.budget -= len(data)
+            if self.budget <= 0 and self.transport is not None:
+                self.transport.pause_reading()
+            return
+        if not self.paused:
+            self._process()
+
+    def eof_received(self) -> bool:
+        if self.closed:
+            return False
+        self.conn.receive_data(b"")
+        if self.task is not None:
+            # The client gave up on the request: cancel the handler, send nothing.
+            self.task.cancel()
+            self.abort()
+            return False
+        if not self.paused:
+            self._process()
+        return True  # keep the write side open for what is still to be sent
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.server._conns.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.task is not None:
+            self.task.cancel()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self._wait_until(self.loop.time() + self.server.read_timeout)
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self.deadline = None  # the client reads again: no write timer
+        if self.closed:
+            return
+        if self.transport is not None and self.task is None:
+            self.transport.resume_reading()
+        if self.task is None:
+            self._process()
+
+    # -- the request loop ---------------------------------------------------------------------
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _process(self) -> None:
+        """Handle every complete request buffered, until more bytes are needed."""
+        conn = self.conn
+        while not self.closed:
+            event = conn.next_event()
+            out = conn.data_to_send()
+            if out:
+                self._write(out)
+            if event is NEED_DATA:
+                now = self.loop.time()
+                if conn.idle:
+                    self.started = None
+                    self._wait_until(now + self.server.idle_timeout)
+                else:
+                    if self.started is None:
+                        self.started = now
+                    self._wait_until(self.started + self.server.read_timeout)
+                return
+            if isinstance(event, MessageReceived):
+                self.started = None
+                self.deadline = None  # no read timer while the request is answered
+                reply = self._answer(event)
+                if reply is None:
+                    return  # a task answers it
+                conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                if self.paused:
+                    self._write(conn.data_to_send())
+                    return  # resume_writing() goes on
+            elif isinstance(event, ConnectionEnded):
+                self._close()
+                return
+
+    def _write(self, data: bytes) -> None:
+        if data and self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    def _close(self) -> None:
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.transport is not None:
+            self.transport.close()
+
+    def _wait_until(self, deadline: float) -> None:
+        self.deadline = deadline
+        if self.timer is not None and self.timer.when() <= deadline:
+            return  # it fires early and moves itself
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = self.loop.call_at(deadline, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        self.timer = None
+        if self.closed or self.deadline is None:
+            return
+        if self.loop.time() < self.deadline:
+            self.timer = self.loop.call_at(self.deadline, self._timer_fired)
+            return
+        if self.paused:
+            self.abort()  # the client stopped reading our reply
+            return
+        self.conn.timed_out()
+        self._write(self.conn.data_to_send())
+        self._close()
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def _answer(self, event: MessageReceived) -> Reply | None:
+        """The reply now, or ``None`` when a task was started to produce it."""
+        server = self.server
         try:
-            principal = self.principal(event.headers) if self.principal is not None else None
-            step = self.app.receive(
-                event.message, now=self.clock(), principal=principal, parsed=event.parsed
+            principal = server.principal(event.headers) if server.principal is not None else None
+            step = server.app.receive(
+                event.message, now=server.clock(), principal=principal, parsed=event.parsed
             )
         except Exception as exc:
             return internal_error_reply(event.request_id, exc)
         if not isinstance(step, RunHandler):
             return step
-        if not step.may_suspend and step.run.claim is None:
-            # A plain function runs without yielding to the loop: nothing can observe the
-            # client going away meanwhile, so no reader task is needed.
-            try:
-                return await run_step(self.app, step, clock=self.clock, guard=self.guard)
-            except Exception as exc:
-                return internal_error_reply(event.request_id, exc)
-        handler = asyncio.create_task(run_step(self.app, step, clock=self.clock, guard=self.guard))
-        budget = self.config.max_body_bytes + self.config.max_header_bytes
-        read: asyncio.Task[bytes] | None = None
+        if step.may_suspend or step.run.claim is not None:
+            self._start(event, run_step(server.app, step, clock=server.clock, guard=server.guard))
+            return None
+        # A plain function: run it here, as the event loop would in a task of its own.
         try:
-            while True:
-                if read is None and budget > 0:
-                    read = asyncio.create_task(reader.read(_READ_SIZE))
-                waiting: set[asyncio.Future[Any]] = {handler} if read is None else {handler, read}
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if read is not None and read.done():
-                    data = b"" if read.cancelled() or read.exception() else read.result()
-                    read = None
-                    # Bytes of a pipelined request wait in ``conn``; EOF means the client
-                    # gave up on this request.
-                    conn.receive_data(data)
-                    if not data:
-                        handler.cancel()
-                        with contextlib.suppress(BaseException):
-                            await handler
-                        return None
-                    budget -= len(data)
-                if handler.done():
-                    try:
-                        return handler.result()
-                    except Exception as exc:
-                        return internal_error_reply(event.request_id, exc)
-        finally:
-            for task in (handler, read):
-                if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
+            try:
+                value = step.invoke()
+            except Exception as exc:
+                return server.app.complete(step, server.clock(), raised=exc)
+            except BaseException as exc:
+                return _complete_raised(server, step, exc)
+            if inspect.isawaitable(value):
+                self._start(event, _finish(server, step, value))
+                return None
+            return server.app.complete(step, server.clock(), returned=value)
+        except Exception as exc:
+            return internal_error_reply(event.request_id, exc)
+
+    def _start(self, event: MessageReceived, reply: Awaitable[Reply]) -> None:
+        self.budget = self.server.config.max_body_bytes + self.server.config.max_header_bytes
+        self.task = self.loop.create_task(self._run(event, reply))
+
+    async def _run(self, event: MessageReceived, pending: Awaitable[Reply]) -> None:
+        try:
+            reply = await pending
+        except asyncio.CancelledError:
+            return  # the client went away, or the server is closing
+        except Exception as exc:
+            reply = internal_error_reply(event.request_id, exc)
+        self.task = None
+        if self.closed:
+            return
+        self.conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+        if self.transport is not None and not self.paused:
+            self.transport.resume_reading()
+        if self.paused:
+            self._write(self.conn.data_to_send())
+        else:
+            self._process()
+
+
+async def _finish(server: HttpServer, step: RunHandler, value: Awaitable[Any]) -> Reply:
+    """Complete a step whose plain-function handler gave an awaitable."""
+    try:
+        result = await value
+    except Exception as exc:
+        return server.app.complete(step, server.clock(), raised=exc)
+    except BaseException as exc:
+        return _complete_raised(server, step, exc)
+    return server.app.complete(step, server.clock(), returned=result)
+
+
+def _complete_raised(server: HttpServer, step: RunHandler, exc: BaseException) -> Reply:
+    """The reply for a handler that raised a ``BaseException`` that is not an ``Exception``.
+
+    The engine's "question without an answer yet" is a BaseException on purpose, so it is
+    completed like any failure; cancellation and interpreter exits propagate.
+    """
+    if isinstance(exc, _PASS_THROUGH) or (
+        isinstance(exc, BaseExceptionGroup) and exc.subgroup(_PASS_THROUGH) is not None
+    ):
+        raise exc
+    return server.app.complete(step, server.clock(), raised=exc)
 
 
 def serve_http(

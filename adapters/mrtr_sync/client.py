@@ -267,7 +267,9 @@ class _Handlers:
         if self._executor is None:
             self._executor, self._owned = self._client._pool_for(self._workers)
         fn = self._client.handlers.for_kind(cmd.request.method)
-        cancel = self._cancel_events[cmd.key] = threading.Event()
+        cancel: threading.Event | None = None
+        if fn is not None and _takes_cancel(fn):
+            cancel = self._cancel_events[cmd.key] = threading.Event()
         future = self._executor.submit(_invoke, fn, cmd, cancel)
         self._submitted.append(future)
         self.running[cmd.key] = future
@@ -287,7 +289,10 @@ class _Handlers:
         for key in keys:
             future = self.running.pop(key, None)
             if future is not None and not future.cancel():
-                self._client.clock.cancel(self._cancel_events[key])
+                # A handler without a ``cancel`` parameter cannot see its event; the clock
+                # is told all the same (it may wake what the handler waits on).
+                event = self._cancel_events.get(key) or threading.Event()
+                self._client.clock.cancel(event)
 
     def close(self) -> None:
         self.cancel(tuple(self.running))
@@ -304,11 +309,11 @@ class _Handlers:
             future.add_done_callback(lambda _: self._client._release(1))
 
 
-def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event) -> Any:
+def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event | None) -> Any:
     """Run one handler in a pool thread (the flow checks its answer)."""
     if fn is None:
         raise LookupError(f"no handler for {cmd.request.method}")
-    if _takes_cancel(fn):
+    if cancel is not None:
         return fn(cmd.request, cmd.key, cancel=cancel)
     return fn(cmd.request, cmd.key)
 

@@ -7,6 +7,7 @@ The client asks its clock for everything time-related, so tests can pass a
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
 import time
 from collections.abc import Collection
@@ -61,6 +62,13 @@ class SystemClock:
     def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:
         """``concurrent.futures.wait(..., return_when=FIRST_COMPLETED)`` until ``deadline``."""
         timeout = None if deadline is None else max(0.0, deadline - self.now())
+        if len(futures) == 1:
+            # One handler (the usual round): wait on its own condition, without the
+            # waiter objects concurrent.futures.wait installs on every future.
+            (future,) = futures
+            with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
+                future.exception(timeout)
+            return
         concurrent.futures.wait(
             futures, timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
         )

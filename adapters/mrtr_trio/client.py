@@ -12,6 +12,7 @@ never as an ``ExceptionGroup``.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import itertools
 import math
@@ -159,11 +160,22 @@ class Client(ClientBase[Handler]):
     # --- the driver -------------------------------------------------------------------------
 
     async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
+        # A call whose handlers are plain functions needs no nursery: they run at once. The
+        # first coroutine handler moves the call into one (its tasks are cancelled and
+        # waited for before the call returns).
+        run = _Handlers(self)
+        try:
+            result = await self._loop(flow, cmds, run)
+        except BaseException:
+            run.discard_unstarted()
+            raise
+        if result is not _NEEDS_NURSERY:
+            return result
         error: Exception | None = None
-        result: JsonObject = {}
         async with trio.open_nursery() as nursery:
+            run.attach(nursery)
             try:
-                result = await self._loop(flow, cmds, _Handlers(self, nursery))
+                result = await self._loop(flow, None, run)
             except Exception as exc:  # raised below, outside the nursery: no ExceptionGroup
                 error = exc
             nursery.cancel_scope.cancel()
@@ -172,27 +184,34 @@ class Client(ClientBase[Handler]):
         return result
 
     async def _loop(
-        self, flow: ClientFlow, cmds: list[ClientCommand], run: _Handlers
+        self, flow: ClientFlow, cmds: list[ClientCommand] | None, run: _Handlers
     ) -> JsonObject:
+        """Drive the flow to its end; ``cmds=None`` goes on from where a loop without a
+        nursery stopped (returning :data:`_NEEDS_NURSERY`)."""
+        send: SendRequest | None = run.resume_send
         while True:
-            send: SendRequest | None = None
-            for cmd in cmds:
-                if isinstance(cmd, NOTICES):
-                    self.notify(cmd)
-                elif isinstance(cmd, SendRequest):
-                    send = cmd
-                elif isinstance(cmd, InvokeHandler):
-                    run.start(cmd)
-                elif isinstance(cmd, CancelHandlers):
-                    await run.cancel(cmd.keys)
-                elif isinstance(cmd, AwaitAnswers):
-                    raise self.input_required(
-                        cmd, flow, trio.current_time(), trio.lowlevel.current_clock()
-                    )
-                elif isinstance(cmd, Complete):
-                    return cmd.result
-                elif isinstance(cmd, Fail):
-                    raise cmd.error
+            if cmds is not None:
+                send = None
+                for cmd in cmds:
+                    if isinstance(cmd, NOTICES):
+                        self.notify(cmd)
+                    elif isinstance(cmd, SendRequest):
+                        send = cmd
+                    elif isinstance(cmd, InvokeHandler):
+                        run.start(cmd)
+                    elif isinstance(cmd, CancelHandlers):
+                        await run.cancel(cmd.keys)
+                    elif isinstance(cmd, AwaitAnswers):
+                        raise self.input_required(
+                            cmd, flow, trio.current_time(), trio.lowlevel.current_clock()
+                        )
+                    elif isinstance(cmd, Complete):
+                        return cmd.result
+                    elif isinstance(cmd, Fail):
+                        raise cmd.error
+                if run.unstarted:
+                    run.resume_send = send
+                    return _NEEDS_NURSERY
             cmds = flow.handle(await self._next_event(flow, send, run), trio.current_time())
 
     async def _next_event(
@@ -200,6 +219,16 @@ class Client(ClientBase[Handler]):
     ) -> ClientEvent:
         """Wait for the next fact: a response, a handler outcome, or the timer."""
         deadline = flow.deadline
+        if send is None and run.finished:
+            # A plain-function handler already answered; its outcome counts only before the
+            # deadline, as when it is read from a task.
+            if deadline is not None and trio.current_time() >= deadline:
+                await trio.lowlevel.checkpoint()
+                return TimerFired()
+            event = run.pop_finished()
+            if event is not None:
+                await trio.lowlevel.checkpoint_if_cancelled()
+                return event
         with trio.move_on_at(math.inf if deadline is None else deadline):
             if send is not None:
                 try:
@@ -215,6 +244,10 @@ class Client(ClientBase[Handler]):
         return TimerFired()
 
 
+_NEEDS_NURSERY: JsonObject = {}
+"""What a loop without a nursery returns when a coroutine handler needs one (by identity)."""
+
+
 def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
     """End the flow after a transport failure; only this call fails."""
     last = None
@@ -225,54 +258,116 @@ def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
 
 
 class _Handlers:
-    """The handler tasks of one call, each in its own cancel scope."""
+    """The handlers of one call: a plain function runs at once (in a task of its own it
+    would hold the event loop just the same); an awaitable answer is awaited in a task of
+    its own, in its own cancel scope, once the call has a nursery."""
 
-    def __init__(self, client: Client, nursery: trio.Nursery) -> None:
+    def __init__(self, client: Client) -> None:
         self._client = client
-        self._nursery = nursery
-        self._send, self._receive = trio.open_memory_channel[tuple[int, ClientEvent]](math.inf)
+        self._nursery: trio.Nursery | None = None
+        self._channel: tuple[trio.MemorySendChannel[tuple[int, ClientEvent]],
+                             trio.MemoryReceiveChannel[tuple[int, ClientEvent]]] | None = None
         self._tokens = itertools.count()
-        self.running: dict[str, tuple[int, trio.CancelScope, trio.Event]] = {}
+        self.running: dict[str, tuple[int, trio.CancelScope | None, trio.Event | None]] = {}
+        self.finished: collections.deque[tuple[int, ClientEvent]] = collections.deque()
+        self.unstarted: list[tuple[Awaitable[object], InvokeHandler, int]] = []
+        self.resume_send: SendRequest | None = None
 
     def start(self, cmd: InvokeHandler) -> None:
-        token, scope, done = next(self._tokens), trio.CancelScope(), trio.Event()
-        self.running[cmd.key] = (token, scope, done)
+        token = next(self._tokens)
         fn = self._client.handlers.for_kind(cmd.request.method)
-        self._nursery.start_soon(self._run, fn, cmd, token, scope, done)
+        event: ClientEvent
+        try:
+            if fn is None:
+                raise LookupError(f"no handler for {cmd.request.method}")
+            value = fn(cmd.request, cmd.key)
+        except Exception as exc:  # a handler's failure is a fact for the flow
+            event = HandlerFailed(key=cmd.key, error=exc)
+        else:
+            if inspect.isawaitable(value):
+                self.running[cmd.key] = (token, None, None)
+                self.unstarted.append((value, cmd, token))
+                if self._nursery is not None:
+                    self._spawn()
+                return
+            event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
+        self.running[cmd.key] = (token, None, None)
+        self.finished.append((token, event))
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Start the coroutine handlers waiting for a nursery, and later ones at once."""
+        self._nursery = nursery
+        self._spawn()
+
+    def discard_unstarted(self) -> None:
+        """Close coroutine handlers that never got a task (the call ended first)."""
+        if self._nursery is not None:
+            return
+        for value, _, _ in self.unstarted:
+            close = getattr(value, "close", None)
+            if close is not None:
+                close()
+
+    def _spawn(self) -> None:
+        assert self._nursery is not None
+        if self._channel is None:
+            self._channel = trio.open_memory_channel[tuple[int, ClientEvent]](math.inf)
+        pending, self.unstarted = self.unstarted, []
+        for value, cmd, token in pending:
+            if self.running.get(cmd.key, (None,))[0] != token:
+                close = getattr(value, "close", None)
+                if close is not None:
+                    close()  # cancelled before it could start
+                continue
+            scope, done = trio.CancelScope(), trio.Event()
+            self.running[cmd.key] = (token, scope, done)
+            self._nursery.start_soon(self._run, value, cmd, token, scope, done)
 
     async def _run(
-        self, fn: Handler | None, cmd: InvokeHandler, token: int, scope: trio.CancelScope,
-        done: trio.Event,
+        self, value: Awaitable[object], cmd: InvokeHandler, token: int,
+        scope: trio.CancelScope, done: trio.Event,
     ) -> None:
+        assert self._channel is not None
         try:
             with scope:
                 event: ClientEvent
                 try:
-                    if fn is None:
-                        raise LookupError(f"no handler for {cmd.request.method}")
-                    value = fn(cmd.request, cmd.key)
-                    if inspect.isawaitable(value):
-                        value = await value
-                    event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
+                    event = HandlerReturned(key=cmd.key, answer=await value)  # type: ignore[arg-type]
                 except Exception as exc:  # a handler's failure is a fact for the flow
                     event = HandlerFailed(key=cmd.key, error=exc)
-                self._send.send_nowait((token, event))
+                self._channel[0].send_nowait((token, event))
         finally:
             done.set()
 
+    def _current(self, token: int, event: ClientEvent) -> bool:
+        entry = self.running.get(event.key)  # type: ignore[union-attr]
+        if entry is not None and entry[0] == token:
+            del self.running[event.key]  # type: ignore[union-attr]
+            return True
+        return False
+
+    def pop_finished(self) -> ClientEvent | None:
+        """The next outcome of a plain-function handler still expected (stale ones dropped)."""
+        while self.finished:
+            token, event = self.finished.popleft()
+            if self._current(token, event):
+                return event
+        return None
+
     async def next_outcome(self) -> ClientEvent:
-        """The next outcome of a handler still running (stale ones are dropped)."""
+        """The next outcome of a handler task still running (stale ones are dropped)."""
+        assert self._channel is not None
         while True:
-            token, event = await self._receive.receive()
-            entry = self.running.get(event.key)  # type: ignore[union-attr]
-            if entry is not None and entry[0] == token:
-                del self.running[event.key]  # type: ignore[union-attr]
+            token, event = await self._channel[1].receive()
+            if self._current(token, event):
                 return event
 
     async def cancel(self, keys: tuple[str, ...]) -> None:
         """Cancel these handlers and wait until each has finished."""
         entries = [self.running.pop(key) for key in keys if key in self.running]
         for _, scope, _ in entries:
-            scope.cancel()
+            if scope is not None:
+                scope.cancel()
         for _, _, done in entries:
-            await done.wait()
+            if done is not None:
+                await done.wait()

@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Mapping
 from typing import Any
@@ -33,10 +34,51 @@ _READ_SIZE = 65536
 
 
 class _Connection:
+    """One connection: a trio stream (TLS), or a plain TCP socket driven directly."""
+
     def __init__(self, stream: trio.abc.Stream, http: HttpClientConnection) -> None:
         self.stream = stream
+        self.sock: socket.socket | None = None
+        if isinstance(stream, trio.SocketStream) and stream.socket.type == socket.SOCK_STREAM:
+            # Plain TCP: take the socket out of its wrapper; reads and writes are tried at
+            # once and wait on trio's readiness only when they would block.
+            self.sock = socket.socket(fileno=stream.socket.detach())
+            self.sock.setblocking(False)
         self.http = http
         self.used = False
+        self.waited = False
+
+    async def send(self, data: bytes) -> None:
+        sock = self.sock
+        if sock is None:
+            await self.stream.send_all(data)
+            self.waited = True
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[sock.send(view) :]
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_writable(sock)
+
+    async def receive(self) -> bytes | bytearray:
+        sock = self.sock
+        if sock is None:
+            self.waited = True
+            return await self.stream.receive_some(_READ_SIZE)
+        while True:
+            try:
+                return sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                self.waited = True
+                await trio.lowlevel.wait_readable(sock)
+
+    async def aclose(self) -> None:
+        if self.sock is not None:
+            trio.lowlevel.notify_closing(self.sock)
+            self.sock.close()
+        await trio.aclose_forcefully(self.stream)
 
 
 class HttpTransport:
@@ -97,7 +139,7 @@ class HttpTransport:
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
-            await trio.aclose_forcefully(conn.stream)
+            await conn.aclose()
 
     async def __aenter__(self) -> HttpTransport:
         return self
@@ -110,32 +152,40 @@ class HttpTransport:
     async def _exchange(
         self, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
-        async with self._slots:
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
+        try:
             for attempt in range(2):
                 conn = await self._checkout()
                 retry_ok = conn.used and attempt == 0
                 try:
                     event = await self._roundtrip(conn, message)
                 except ServerDisconnectedError as exc:
-                    await trio.aclose_forcefully(conn.stream)
+                    await conn.aclose()
                     if retry_ok and not exc.response_started:
                         continue  # the server closed an idle keep-alive connection
                     raise
                 except (trio.BrokenResourceError, ConnectionResetError, BrokenPipeError):
-                    await trio.aclose_forcefully(conn.stream)
+                    await conn.aclose()
                     if retry_ok:
                         continue
                     raise
                 except BaseException:
-                    await trio.aclose_forcefully(conn.stream)
+                    await conn.aclose()
                     raise
                 if conn.http.ready and not self._closed:
                     conn.used = True
                     self._idle.append(conn)
                 else:
-                    await trio.aclose_forcefully(conn.stream)
+                    await conn.aclose()
+                if not conn.waited:
+                    await trio.lowlevel.checkpoint()  # a request is always a checkpoint
                 return event
             raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self._slots.release()
 
     async def _checkout(self) -> _Connection:
         if self._closed:
@@ -143,8 +193,9 @@ class HttpTransport:
         while self._idle:
             conn = self._idle.pop()
             if conn.http.ready:
+                conn.waited = False
                 return conn
-            await trio.aclose_forcefully(conn.stream)
+            await conn.aclose()
         stream: trio.abc.Stream
         if self._ssl is not None:
             stream = await trio.open_ssl_over_tcp_stream(
@@ -160,11 +211,11 @@ class HttpTransport:
     async def _roundtrip(
         self, conn: _Connection, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
-        await conn.stream.send_all(conn.http.send_request(message))
+        await conn.send(conn.http.send_request(message))
         while True:
             event = conn.http.next_event()
             if event is NEED_DATA:
-                conn.http.receive_data(await conn.stream.receive_some(_READ_SIZE))
+                conn.http.receive_data(await conn.receive())
             elif isinstance(event, ResponseReceived | NotificationAccepted):
                 return event
             # NotificationReceived: request-related notifications are not a transport's concern

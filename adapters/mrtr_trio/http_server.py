@@ -1,9 +1,11 @@
 """Serve an :class:`~mrtr_core.app.App` over Streamable HTTP under trio.
 
-One task per connection; framing and every transport check happen in
-:class:`~mrtr_core.http.HttpServerConnection`. While a handler runs the connection is
-watched: a client that closes it cancels the request (closing the response stream is the
-cancellation signal on HTTP, streamable-http.mdx § Cancellation).
+One task per connection, which also runs plain-function handlers; framing and every transport
+check happen in :class:`~mrtr_core.http.HttpServerConnection`. A plain TCP connection is
+driven through trio's low-level readiness waits rather than a ``SocketStream``. While a
+coroutine handler runs the connection is watched: a client that closes it cancels the request
+(closing the response stream is the cancellation signal on HTTP, streamable-http.mdx
+§ Cancellation).
 
 Example::
 
@@ -15,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,6 +46,111 @@ class _Stalled(Exception):
     """The client stopped reading our response."""
 
 
+class _StreamIO:
+    """Bytes in and out of a trio stream (TLS, or any stream that is not a plain socket)."""
+
+    def __init__(self, stream: trio.abc.Stream, send_timeout: float) -> None:
+        self._stream = stream
+        self._send_timeout = send_timeout
+
+    async def receive(self, deadline: Callable[[], float]) -> bytes | bytearray | None:
+        """The next bytes (``b""`` at EOF), or ``None`` when ``deadline()`` passes first."""
+        with trio.move_on_at(deadline()):
+            return await self._stream.receive_some(_READ_SIZE)
+        return None
+
+    async def receive_any(self) -> bytes | bytearray:
+        """The next bytes, ``b""`` at EOF or when the connection broke."""
+        try:
+            return await self._stream.receive_some(_READ_SIZE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+
+    async def send(self, data: bytes) -> None:
+        with trio.move_on_after(self._send_timeout) as scope:
+            await self._stream.send_all(data)
+        if scope.cancelled_caught:
+            raise _Stalled
+
+    async def checkpoint(self) -> None:
+        """Nothing: every stream operation already is a checkpoint."""
+
+
+class _SocketIO:
+    """Bytes in and out of a plain TCP socket, driven with trio's low-level waits.
+
+    A read or write is tried at once and only waits (``wait_readable``/``wait_writable``)
+    when the socket would block: one scheduler pass per wait, where a ``SocketStream``
+    spends several per call. :meth:`checkpoint` keeps the connection's task a good citizen
+    when it never had to wait.
+    """
+
+    def __init__(self, sock: socket.socket, send_timeout: float) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._send_timeout = send_timeout
+        self.waited = False
+
+    async def receive(self, deadline: Callable[[], float]) -> bytes | bytearray | None:
+        """The next bytes (``b""`` at EOF), or ``None`` when ``deadline()`` passes first."""
+        sock = self._sock
+        while True:
+            try:
+                return sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return b""  # reset by the peer: the same as its going away
+            self.waited = True
+            with trio.move_on_at(deadline()):
+                await trio.lowlevel.wait_readable(sock)
+                continue
+            return None
+
+    async def receive_any(self) -> bytes | bytearray:
+        """The next bytes, ``b""`` at EOF or when the connection broke."""
+        sock = self._sock
+        while True:
+            try:
+                await trio.lowlevel.wait_readable(sock)
+                return sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                continue
+            except (OSError, trio.ClosedResourceError):
+                return b""
+
+    async def send(self, data: bytes) -> None:
+        sock = self._sock
+        view = memoryview(data)
+        deadline: float | None = None
+        while view:
+            try:
+                view = view[sock.send(view) :]
+                continue
+            except BlockingIOError:
+                pass
+            if deadline is None:
+                deadline = trio.current_time() + self._send_timeout
+            self.waited = True
+            with trio.move_on_at(deadline) as scope:
+                await trio.lowlevel.wait_writable(sock)
+            if scope.cancelled_caught:
+                raise _Stalled
+
+    async def checkpoint(self) -> None:
+        """Yield once per request when the socket never made the task wait."""
+        if not self.waited:
+            await trio.lowlevel.checkpoint()
+        self.waited = False
+
+    def close(self) -> None:
+        trio.lowlevel.notify_closing(self._sock)
+        self._sock.close()
+
+
+_IO = _StreamIO | _SocketIO
+
+
 class _Server:
     def __init__(
         self,
@@ -65,43 +173,62 @@ class _Server:
         self.idle_timeout = idle_timeout
         self.limiter = trio.CapacityLimiter(max_connections)
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         try:
             self.limiter.acquire_nowait()
         except trio.WouldBlock:
             await trio.aclose_forcefully(stream)
             return
+        io: _IO
+        if isinstance(stream, trio.SocketStream) and stream.socket.type == socket.SOCK_STREAM:
+            # Plain TCP: take the socket out of its wrapper and drive it directly.
+            fd = stream.socket.detach()
+            io = _SocketIO(socket.socket(fileno=fd), self.read_timeout)
+        else:
+            io = _StreamIO(stream, self.read_timeout)
         try:
-            await self._serve(stream)
+            await self._serve(io)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _Stalled):
             pass  # the peer went away; only this connection is affected
         finally:
             self.limiter.release()
+            if isinstance(io, _SocketIO):
+                io.close()
             await trio.aclose_forcefully(stream)
 
-    async def _serve(self, stream: trio.SocketStream) -> None:
+    async def _serve(self, io: _IO) -> None:
         conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
         started: float | None = None
+
+        def deadline() -> float:
+            # Idle between requests: the idle timeout; inside one: the read timeout, counted
+            # from the request's first bytes.
+            nonlocal started
+            if conn.idle:
+                started = None
+                return trio.current_time() + self.idle_timeout
+            if started is None:
+                started = trio.current_time()
+            return started + self.read_timeout
+
         while True:
             event = conn.next_event()
-            await self._send(stream, conn.data_to_send())
+            out = conn.data_to_send()
+            if out:
+                await io.send(out)
             if event is NEED_DATA:
-                if conn.idle:
-                    started, deadline = None, trio.current_time() + self.idle_timeout
-                else:
-                    started = trio.current_time() if started is None else started
-                    deadline = started + self.read_timeout
-                data: bytes | None = None
-                with trio.move_on_at(deadline):
-                    data = await stream.receive_some(_READ_SIZE)
+                data = await io.receive(deadline)
                 if data is None:
                     conn.timed_out()
-                    await self._send(stream, conn.data_to_send())
+                    out = conn.data_to_send()
+                    if out:
+                        await io.send(out)
                     return
                 conn.receive_data(data)
             elif isinstance(event, MessageReceived):
                 started = None
-                reply = await self._answer(event, stream, conn)
+                await io.checkpoint()
+                reply = await self._answer(event, io, conn)
                 if reply is None:
                     return  # the client closed the connection: the request is cancelled
                 conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
@@ -113,16 +240,8 @@ class _Server:
         tool = self.app.find_tool(name)
         return tool.input_schema if tool is not None else None
 
-    async def _send(self, stream: trio.SocketStream, data: bytes) -> None:
-        if not data:
-            return
-        with trio.move_on_after(self.read_timeout) as scope:
-            await stream.send_all(data)
-        if scope.cancelled_caught:
-            raise _Stalled
-
     async def _answer(
-        self, event: MessageReceived, stream: trio.SocketStream, conn: HttpServerConnection
+        self, event: MessageReceived, io: _IO, conn: HttpServerConnection
     ) -> Reply | None:
         try:
             principal = self.principal(event.headers) if self.principal is not None else None
@@ -149,10 +268,7 @@ class _Server:
             nonlocal gone
             budget = self.config.max_body_bytes + self.config.max_header_bytes
             while budget > 0:
-                try:
-                    data = await stream.receive_some(_READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+                data = await io.receive_any()
                 conn.receive_data(data)
                 if not data:
                     gone = True

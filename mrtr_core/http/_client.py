@@ -11,6 +11,7 @@ for a notification. Everything the server sends is bounded and validated; proble
 from __future__ import annotations
 
 import http
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -23,7 +24,6 @@ from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
 from mrtr_core.http._headers import (
     JSON_MEDIA_TYPE,
     SSE_MEDIA_TYPE,
-    collect_headers,
     media_type,
     request_headers,
 )
@@ -46,6 +46,31 @@ __all__ = [
 
 _ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
 _EXCERPT: Final = 512
+_END_OF_MESSAGE: Final = h11.EndOfMessage()
+# Header values this module builds itself are valid field values by construction (ASCII
+# digits, constants, and encode_header_value() output, which is visible ASCII or the Base64
+# sentinel): h11 is told so, and skips re-validating them on every request. Caller-supplied
+# headers are checked by h11 as usual.
+_TRUSTED_HEADERS: Final = "_parsed" in inspect.signature(h11.Request).parameters
+_CONTENT_TYPE: Final = b"content-type"
+_KINDS_MAX: Final = 64
+_KINDS: dict[str, str] = {}
+
+
+def _kind_of(content_type: str | None, status: int) -> str:
+    """``"sse"``, ``"json"`` or ``"other"`` for a response's ``Content-Type``."""
+    if content_type is None:
+        return "other"
+    kind = _KINDS.get(content_type)
+    if kind is None:
+        media, _ = media_type(content_type)
+        kind = "sse" if media == SSE_MEDIA_TYPE else "json" if media == JSON_MEDIA_TYPE else "other"
+        if len(_KINDS) >= _KINDS_MAX:
+            _KINDS.clear()  # servers send the same one or two values on every response
+        _KINDS[content_type] = kind
+    if kind == "sse" and not 200 <= status < 300:
+        return "other"
+    return kind
 
 
 @attrs.frozen(kw_only=True)
@@ -202,6 +227,19 @@ class HttpClientConnection:
         self._started = False  # any byte of the current response has arrived
         self._done = False  # the current exchange delivered its final event
         self._broken = False
+        # The parts of the request head that never change, as bytes; None when the endpoint
+        # or the configured headers are not valid HTTP (h11 then raises on every request).
+        self._fixed_head = _checked_headers(
+            [
+                ("Host", endpoint.authority),
+                ("Accept", _ACCEPT),
+                ("Content-Type", JSON_MEDIA_TYPE),
+            ],
+            endpoint.target,
+            with_host=True,
+        )
+        self._config_head = _checked_headers(self.config.headers, endpoint.target)
+        self._target = endpoint.target.encode("ascii", "replace")
 
     # -- state ---------------------------------------------------------------------------
 
@@ -231,34 +269,58 @@ class HttpClientConnection:
         if not self.ready:
             raise LocalProtocolError("connection is not ready for a new request")
         try:
-            parsed = jsonrpc.parse_request(dict(message))
+            parsed = jsonrpc.parse_request(message if type(message) is dict else dict(message))
         except jsonrpc.MessageError as exc:
             raise LocalProtocolError(f"not a sendable message: {exc}") from None
         body = jsonrpc.encode(message)
-        head = [
-            ("Host", self.endpoint.authority),
-            ("Accept", _ACCEPT),
-            ("Content-Type", JSON_MEDIA_TYPE),
-            ("Content-Length", str(len(body))),
-            *request_headers(message),
-            *(self.param_headers.headers_for(message) if self.param_headers else ()),
-            *self.config.headers,
-            *headers,
-        ]
+        request = self._request_event(message, len(body), headers)
         self._message = message
         self._expected = parsed.id if isinstance(parsed, jsonrpc.Request) else None
         self._is_notification = isinstance(parsed, jsonrpc.Notification)
         self._status, self._kind, self._content_type = 0, None, None
-        self._body.clear()
+        if self._body:
+            self._body = bytearray()
         self._received = 0
         self._sse = None
         self._queue.clear()
         self._started = False
         self._done = False
-        out = self._h11.send(h11.Request(method="POST", target=self.endpoint.target, headers=head))
-        out += self._h11.send(h11.Data(data=body))
-        out += self._h11.send(h11.EndOfMessage())
+        send = self._h11.send
+        out = send(request)
+        out += send(h11.Data(data=body))
+        out += send(_END_OF_MESSAGE)
         return out
+
+    def _request_event(
+        self, message: Mapping[str, Any], length: int, extra: Sequence[tuple[str, str]]
+    ) -> h11.Request:
+        """The POST head: fixed headers, ``Content-Length``, the MCP headers (§3.3 items
+        3-6), configured headers, then this request's own."""
+        mcp = request_headers(message)
+        if self.param_headers is not None:
+            mcp += self.param_headers.headers_for(message)
+        fixed, config = self._fixed_head, self._config_head
+        if _TRUSTED_HEADERS and fixed is not None and config is not None and not extra:
+            head = [*fixed, (b"Content-Length", b"%d" % length)]
+            head += [(name.encode("ascii"), value.encode("ascii")) for name, value in mcp]
+            head += config
+            return h11.Request(
+                method=b"POST", target=self._target, headers=head, _parsed=True
+            )
+        # Headers from the caller: h11 validates them (and raises on a bad one).
+        return h11.Request(
+            method="POST",
+            target=self.endpoint.target,
+            headers=[
+                ("Host", self.endpoint.authority),
+                ("Accept", _ACCEPT),
+                ("Content-Type", JSON_MEDIA_TYPE),
+                ("Content-Length", str(length)),
+                *mcp,
+                *self.config.headers,
+                *extra,
+            ],
+        )
 
     # -- receiving -----------------------------------------------------------------------
 
@@ -330,13 +392,15 @@ class HttpClientConnection:
             self._broken = True
 
     def _on_event(self, event: Any) -> None:
-        if isinstance(event, h11.InformationalResponse):
-            return
-        if isinstance(event, h11.Response):
+        kind = type(event)
+        if kind is h11.Data:
+            data = event.data
+            self._on_data(data if type(data) is bytes else bytes(data))
+        elif kind is h11.Response:
             self._on_response(event)
-        elif isinstance(event, h11.Data):
-            self._on_data(bytes(event.data))
-        elif isinstance(event, h11.EndOfMessage):
+        elif kind is h11.InformationalResponse:
+            return
+        elif kind is h11.EndOfMessage:
             self._on_end()
         elif isinstance(event, h11.ConnectionClosed):
             raise ServerDisconnectedError(
@@ -344,17 +408,16 @@ class HttpClientConnection:
             )
 
     def _on_response(self, response: h11.Response) -> None:
-        self._status = response.status_code
-        values = collect_headers(response.headers).get("content-type")
-        self._content_type = values[0].decode("latin-1") if values else None
-        kind, _ = media_type(self._content_type or "")
-        if kind == SSE_MEDIA_TYPE and 200 <= self._status < 300:
-            self._kind = "sse"
+        self._status = status = response.status_code
+        content_type = None
+        for name, value in response.headers.raw_items():
+            if len(name) == 12 and name.lower() == _CONTENT_TYPE:
+                content_type = bytes(value).decode("latin-1")
+                break
+        self._content_type = content_type
+        self._kind = kind = _kind_of(content_type, status)
+        if kind == "sse":
             self._sse = SseParser(max_event_bytes=self.config.max_response_bytes)
-        elif kind == JSON_MEDIA_TYPE:
-            self._kind = "json"
-        else:
-            self._kind = "other"
 
     def _on_data(self, data: bytes) -> None:
         self._received += len(data)
@@ -446,3 +509,17 @@ class HttpClientConnection:
             ResponseReceived(message=self._observed(message.raw), status=self._status)
         )
         self._done = True
+
+
+def _checked_headers(
+    headers: Sequence[tuple[str, str]], target: str, *, with_host: bool = False
+) -> list[tuple[bytes, bytes]] | None:
+    """Header pairs as bytes, checked by h11 once (with the request target); ``None`` when
+    h11 refuses them. A stand-in ``Host`` is added (and dropped) unless ``with_host``."""
+    pairs = [*headers] if with_host else [("Host", "x"), *headers]
+    try:
+        event = h11.Request(method="POST", target=target, headers=pairs)
+    except (h11.LocalProtocolError, TypeError, UnicodeError):
+        return None
+    items = event.headers.raw_items()
+    return [(bytes(name), bytes(value)) for name, value in (items if with_host else items[1:])]

@@ -149,6 +149,10 @@ _END_OF_MESSAGE: Final = h11.EndOfMessage()
 _JSON_RESPONSES: dict[tuple[int, int], h11.Response] = {}
 _JSON_RESPONSES_MAX: Final = 4096
 _REASONS: Final = {int(status): status.phrase.encode("ascii") for status in http.HTTPStatus}
+_ORIGIN: Final = HEADER_ORIGIN.lower()
+_ACCEPT: Final = HEADER_ACCEPT.lower()
+_CONTENT_TYPE: Final = HEADER_CONTENT_TYPE.lower()
+_CONTENT_LENGTH: Final = "content-length"
 
 
 def _reason(status: int) -> bytes:
@@ -190,6 +194,7 @@ class HttpServerConnection:
     ) -> None:
         self.config = config or HttpServerConfig()
         self._tool_schema = tool_schema
+        self._path_bytes = self.config.path.encode("utf-8")
         self._h11 = h11.Connection(
             h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
         )
@@ -346,32 +351,34 @@ class HttpServerConnection:
         self, request: h11.Request, headers: Mapping[str, list[bytes]]
     ) -> HttpRequestError | None:
         def one(name: str) -> str | None:
-            values = headers.get(name.lower())
+            values = headers.get(name)
             return values[0].decode("latin-1") if values else None
 
-        path = _target_path(request.target)
-        if path != self.config.path:
-            return HttpRequestError(f"no MCP endpoint at {path!r}", status=404)
+        if request.target != self._path_bytes:
+            path = _target_path(request.target)
+            if path != self.config.path:
+                return HttpRequestError(f"no MCP endpoint at {path!r}", status=404)
         if request.method != b"POST":
             # GET and DELETE were removed in 2026-07-28: 405 (digest §3.2, §3.3).
             method = request.method.decode("ascii", "replace")
             return HttpRequestError(f"HTTP method {method} is not allowed; use POST", status=405)
-        origin = one(HEADER_ORIGIN)
-        if origin is not None and not self.config.origin_allowed(origin):
-            # MUST answer 403 to a present, invalid Origin (digest §3.3 "Endpoint").
-            return HttpRequestError(f"origin {origin!r} is not allowed", status=403)
-        length = one("Content-Length")
+        if _ORIGIN in headers:
+            origin = one(_ORIGIN)
+            if origin is not None and not self.config.origin_allowed(origin):
+                # MUST answer 403 to a present, invalid Origin (digest §3.3 "Endpoint").
+                return HttpRequestError(f"origin {origin!r} is not allowed", status=403)
+        length = one(_CONTENT_LENGTH)
         if length is not None and length.isdigit() and int(length) > self.config.max_body_bytes:
             return HttpRequestError(
                 f"body of {length} bytes exceeds the limit of {self.config.max_body_bytes}",
                 status=413,
             )
-        if not accepts_json_and_sse(one(HEADER_ACCEPT)):
+        if not accepts_json_and_sse(one(_ACCEPT)):
             # Accept MUST list both types (digest §3.3 item 2); the spec fixes no status.
             return HttpRequestError(
                 "Accept must list application/json and text/event-stream", status=406
             )
-        if not is_json_content_type(one(HEADER_CONTENT_TYPE)):
+        if not is_json_content_type(one(_CONTENT_TYPE)):
             return HttpRequestError("Content-Type must be application/json", status=415)
         return None
 
