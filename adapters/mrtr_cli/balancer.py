@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import attrs
 
+from mrtr_cli.terminal import leave_signals_to_main_thread
+
 __all__ = ["Backend", "Balancer", "Hop"]
 
 _HOP_BY_HOP: Final = frozenset({
@@ -69,7 +71,7 @@ class Balancer:
     Args:
         backends: The instances, in the order they take turns.
         on_hop: Called (on the balancer's thread) after each forwarded request.
-        timeout: Seconds to wait for a backend.
+        timeout: Seconds to wait for a backend, and for a client to send a request.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -108,10 +110,14 @@ class Balancer:
 
     def start(self) -> Balancer:
         """Serve on a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="mrtr-balancer", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="mrtr-balancer", daemon=True)
         self._thread.start()
         return self
+
+    def _serve(self) -> None:
+        # Its request threads inherit this: Ctrl-C must reach the command's main thread.
+        leave_signals_to_main_thread()
+        self._server.serve_forever()
 
     def stop(self) -> None:
         """Stop serving and close the listening socket."""
@@ -142,6 +148,9 @@ class Balancer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Every read from the client is bounded too: a request that stops halfway, or
+            # a keep-alive connection left idle, is closed after this many seconds.
+            timeout = balancer._timeout
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # hops are reported through on_hop

@@ -8,6 +8,7 @@ turns every failure into a message that says what happened and what to do.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -23,6 +24,8 @@ from mrtr_cli.progress import RoundReporter
 from mrtr_cli.render import print_result
 from mrtr_cli.safe import clean, plain
 from mrtr_cli.schema import FormAnswerError, FormSchemaError
+from mrtr_cli.terminal import TurnClock, Turns, leave_signals_to_main_thread
+from mrtr_core.client.commands import InputNeeded
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import (
     HandlerFailedError,
@@ -92,14 +95,30 @@ def build_client(
     on_event: Callable[[object], object] | None,
     limits: ClientLimits,
 ) -> Client:
-    """A sync client whose handlers are ``inputs``, run one at a time in the server's order
-    (a person answers one form after another even when a round asks several at once)."""
+    """A sync client whose handlers are ``inputs``.
 
-    def handler(request: Any, key: str) -> Any:
-        return inputs.answer(key, request)
+    The client runs a round's handlers concurrently (C1); they take turns in the server's
+    order through the client's own :class:`~mrtr_cli.terminal.Turns` (a person answers one
+    form after another even when a round asks several at once). Each round is announced to
+    it from the client's ``InputNeeded`` notice, and the client's cancellation of an input
+    wakes it (:class:`~mrtr_cli.terminal.TurnClock`), so an abandoned prompt never blocks;
+    closing the client abandons whatever input of its operations is still waiting.
+    """
+    turns = Turns()
+
+    def handler(request: Any, key: str, cancel: threading.Event) -> Any:
+        leave_signals_to_main_thread()  # Ctrl-C must wake the main thread (see there)
+        return inputs.answer(key, request, turns=turns, cancel=cancel)
+
+    def notice(cmd: object) -> None:
+        if isinstance(cmd, InputNeeded):
+            turns.begin_round(cmd.result.input_requests or {})
+        if on_event is not None:
+            on_event(cmd)
 
     kinds = inputs.handled_kinds
-    return Client(
+    return _Client(
+        turns,
         transport,
         client_info=CLIENT_INFO,
         elicitation=handler,
@@ -108,9 +127,25 @@ def build_client(
         sampling=handler if "sampling/createMessage" in kinds else None,
         roots=handler if "roots/list" in kinds else None,
         limits=limits,
-        on_event=on_event,
-        max_workers=1,
+        on_event=notice,
+        clock=TurnClock(turns),
     )
+
+
+class _Client(Client):
+    """The sync client, whose close also abandons the inputs still waiting on the terminal
+    (an input the client never got to cancel, an interrupt having cut its bookkeeping short,
+    must not keep the command alive)."""
+
+    def __init__(self, turns: Turns, transport: Transport, **kwargs: Any) -> None:
+        super().__init__(transport, **kwargs)
+        self._turns = turns
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._turns.close()
 
 
 def run_call(

@@ -58,8 +58,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--runtime", choices=("sync", "trio", "asyncio"), default="sync",
                    help="server adapter the instances use (default sync)")
     p.add_argument("--app", default=None, help="FILE.py:APP to serve (default examples/deploy.py)")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="seconds to wait for the instances to start (default 30)")
+    p.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds to wait for the instances to start (default 120; an "
+                        "instance that exits first is reported at once)")
     p.set_defaults(func=cmd_demo)
 
 
@@ -70,7 +71,7 @@ def cmd_demo(args: argparse.Namespace, out: Console, ui: Console) -> int:
 
 
 def run_demo(out: Console, *, interactive: bool = False, version: str = "1.4.2",
-             runtime: str = "sync", app: str | None = None, timeout: float = 30.0) -> int:
+             runtime: str = "sync", app: str | None = None, timeout: float = 120.0) -> int:
     """The demo; returns the exit status (0 when the flow completed across both instances)."""
     app = app or default_app()
     out.print(Text("MRTR demo: one tools/call, two rounds, two server instances",

@@ -10,12 +10,18 @@ consent. This client never opens or fetches the URL: ``accept`` means the person
 open it themselves.
 
 Input comes from ``console.input`` (stdin, or the ``stream`` given, which is how tests script it).
-End of input cancels the form.
+End of input cancels the form. Each line is read through the reader set for the calling thread
+(:meth:`Prompter.reading_through`): :class:`~mrtr_cli.inputs.Inputs` routes it through the
+client's :class:`~mrtr_cli.terminal.Turns` while an input holds the terminal, so a read is given
+up when the client cancels that input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TextIO
 from urllib.parse import urlsplit
 
@@ -60,6 +66,10 @@ class _Invalid(ValueError):
 _OMITTED: Final = object()
 
 
+def _read_here(read: Callable[[], str]) -> str:
+    return read()
+
+
 class Prompter:
     """Asks a person for elicitation answers on a rich console.
 
@@ -75,13 +85,26 @@ class Prompter:
         self.console = console
         self.stream = stream
         self.server = server
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def reading_through(self, reader: Callable[[Callable[[], str]], str]) -> Iterator[None]:
+        """Within the block, this thread's prompts read each line as ``reader(read_line)``
+        (outside it, ``read_line()`` right here)."""
+        before = getattr(self._local, "reader", _read_here)
+        self._local.reader = reader
+        try:
+            yield
+        finally:
+            self._local.reader = before
 
     # --- reading --------------------------------------------------------------------------
 
     def _read(self, prompt: Text) -> str:
         prompt = prompt.copy()
         prompt.append(" > ", style="bold")
-        line = self.console.input(prompt, stream=self.stream)
+        reader = getattr(self._local, "reader", _read_here)
+        line = reader(lambda: self.console.input(prompt, stream=self.stream))
         if self.stream is not None and line == "":
             raise EOFError
         return line.strip()

@@ -9,6 +9,9 @@ One :class:`Inputs` answers every kind the command was configured for:
   (``--sampling-reply`` / ``--sampling-command``), with the person's approval when a terminal
   is there (C12: a human in the loop), cut to ``maxTokens`` (C12: MUST respect it).
 
+Given the client's :class:`~mrtr_cli.terminal.Turns`, the inputs of a round take turns in the
+server's order: one person, one terminal, one prompt at a time, and notes in a stable order.
+
 A kind that is not configured is not declared in ``clientCapabilities`` (C8), so a server
 that follows S6 never asks for it. When an input cannot be given (sampling refused, no answer
 for a form in a script), the handler raises :class:`InputUnavailableError`: MRTR has no error
@@ -17,9 +20,11 @@ channel for input requests (digest C13, §5.4), so the flow stops here and nothi
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +37,7 @@ from mrtr_cli.answers import auto_content, scripted_result
 from mrtr_cli.forms import Prompter, describe_url
 from mrtr_cli.safe import clean, plain
 from mrtr_cli.schema import FormAnswerError, FormSpec
+from mrtr_cli.terminal import Turns
 from mrtr_core.errors import MrtrError
 from mrtr_core.wire.models import (
     ELICITATION_CREATE,
@@ -137,14 +143,35 @@ class Inputs:
             roots={} if self.roots else None,
         )
 
-    def answer(self, key: str, request: InputRequest) -> InputResponse:
+    def answer(
+        self,
+        key: str,
+        request: InputRequest,
+        *,
+        turns: Turns | None = None,
+        cancel: threading.Event | None = None,
+    ) -> InputResponse:
         """The response to one input request.
+
+        With ``turns`` (one per client: :func:`~mrtr_cli.calls.build_client`), it waits until
+        the earlier inputs of its round are done; ``cancel`` is the client's cancellation
+        event for this input: once set, the input stops waiting for its turn or for a line.
 
         Raises:
             InputUnavailableError: this input cannot be given; the flow must stop (C13).
             FormSchemaError: the server's form is outside what a form may ask.
             FormAnswerError: an answers-file entry does not satisfy the form.
+            InputAbandoned: ``cancel`` was set first (the flow no longer needs the answer).
         """
+        if turns is None:
+            return self._answer(key, request)
+        with turns.turn(key, cancel):
+            if self.prompter is None:
+                return self._answer(key, request)
+            with self.prompter.reading_through(functools.partial(turns.read, key, cancel=cancel)):
+                return self._answer(key, request)
+
+    def _answer(self, key: str, request: InputRequest) -> InputResponse:
         if isinstance(request, ElicitFormRequest):
             return self._form(key, request)
         if isinstance(request, ElicitUrlRequest):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -39,11 +40,15 @@ from mrtr_cli.forms import Prompter
 from mrtr_cli.inputs import Inputs, SamplingConfig, roots_from_paths
 from mrtr_cli.keys import KeyFileError
 from mrtr_cli.progress import RoundReporter
+from mrtr_cli.terminal import pending_reads
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import MrtrError
 from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, READ_RESOURCE
 
 __all__ = ["build_parser", "main"]
+
+
+EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
@@ -189,7 +194,24 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``mrtr``; returns the exit status (0 ok, 1 failed, 2 usage, 3 tool error)."""
+    """Run ``mrtr``; returns the exit status (0 ok, 1 failed, 2 usage, 3 tool error,
+    130 interrupted).
+
+    As the process's command (``argv`` not given), it ends the process itself, without the
+    interpreter's shutdown, after Ctrl-C or when a prompt the flow abandoned (a timeout) is
+    still blocked reading the terminal. Input handler threads cannot be stopped, and an
+    interrupt may have cut their bookkeeping short anywhere (in ``concurrent.futures``
+    too): the shutdown would wait for them, or abort over the read that holds stdin.
+    """
+    status = _main(argv)
+    if argv is None and (status == EXIT_INTERRUPTED or pending_reads()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out = Console(highlight=False, soft_wrap=True)
@@ -208,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         ui.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

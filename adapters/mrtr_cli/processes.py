@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from mrtr_cli.serve import READY_PREFIX
+from mrtr_cli.terminal import leave_signals_to_main_thread
 from mrtr_core.errors import MrtrError
 
 __all__ = ["InstanceError", "ServerProcess", "serve_argv"]
@@ -65,7 +66,7 @@ class ServerProcess:
         self._log_file: IO[bytes] = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log_file,
-            env=dict(env) if env is not None else None, cwd=cwd, text=True,
+            env=dict(env) if env is not None else None, cwd=cwd, text=True, errors="replace",
         )
         self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
         self._reader.start()
@@ -77,17 +78,20 @@ class ServerProcess:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        leave_signals_to_main_thread()  # Ctrl-C must reach the command's main thread
+        try:
+            for line in self.proc.stdout:
+                with self._changed:
+                    self.lines.append(line.rstrip("\n"))
+                    match = _URL.match(line)
+                    if match:
+                        self.urls.append(match.group(1))
+                        self.url = self.url or match.group(1)
+                    self._changed.notify_all()
+        finally:
             with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                match = _URL.match(line)
-                if match:
-                    self.urls.append(match.group(1))
-                    self.url = self.url or match.group(1)
+                self._ended = True  # end of output: it exited (or cannot be read)
                 self._changed.notify_all()
-        with self._changed:
-            self._ended = True  # end of output: it exited
-            self._changed.notify_all()
 
     def wait_ready(self, timeout: float) -> str:
         """Block until the instance listens; return its URL.
@@ -111,7 +115,11 @@ class ServerProcess:
             return urls[:count]
         if not ended:
             raise InstanceError(f"{self.name} did not listen within {timeout} s{self._tail()}")
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise InstanceError(f"{self.name} closed its output without listening or "
+                                f"exiting{self._tail()}") from None
         raise InstanceError(
             f"{self.name} exited ({self.proc.returncode}) before listening{self._tail()}")
 

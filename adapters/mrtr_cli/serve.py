@@ -16,11 +16,14 @@ Supervisors (the demo, the deployment test) wait for that line instead of pollin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -28,6 +31,7 @@ from typing import Any, Final
 from rich.console import Console
 
 from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value
+from mrtr_cli.terminal import leave_signals_to_main_thread
 from mrtr_core.app import App
 from mrtr_core.errors import MrtrError
 
@@ -127,8 +131,13 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
 
     if args.stdio:
         return servers.serve_stdio(app, runtime=args.runtime, guard=guard)
-    return servers.serve_http(app, host=args.host, port=args.port, runtime=args.runtime,
-                              guard=guard, on_ready=lambda url: _announce(url, args.runtime, app))
+    try:
+        return servers.serve_http(app, host=args.host, port=args.port, runtime=args.runtime,
+                                  guard=guard,
+                                  on_ready=lambda url: _announce(url, args.runtime, app))
+    except servers.ListenError as exc:
+        ui.print(f"mrtr serve: {exc}")
+        return 1
 
 
 def _announce(url: str, runtime: str, app: App) -> None:
@@ -156,31 +165,83 @@ def _guard(url: str, runtime: str) -> Any:
 def _supervise(args: argparse.Namespace, ui: Console) -> int:
     """Start one child per worker and wait for all of them; SIGTERM/SIGINT stops them all.
 
-    A worker that dies leaves the others running (the balancer skips it); the exit status is
-    1 when any worker ended other than by being stopped.
+    Each worker's output is passed on line by line, so its ready line is this command's
+    readiness signal too. A worker that ends before it listens (its port is taken, say)
+    fails the start: the others are stopped and the exit status is 1, at once, so whoever
+    waits for the ready lines learns why instead of waiting out a timeout. A worker that
+    dies after listening leaves the others running (the balancer skips it); the exit status
+    is then 1.
     """
-    children: list[subprocess.Popen[bytes]] = []
+    children: list[subprocess.Popen[str]] = []
+    stopping = threading.Event()
+    lines: queue.SimpleQueue[tuple[int, str | None]] = queue.SimpleQueue()
     base = [sys.executable, "-m", "mrtr_cli", "serve", args.app, "--host", args.host,
             "--runtime", args.runtime]
     if args.redis:
         base += ["--redis", args.redis]
-    for index in range(args.workers):
-        children.append(subprocess.Popen([*base, "--port", str(args.port + index)]))
 
-    def stop(signum: int, _frame: object) -> None:
+    def stop_all() -> None:
+        stopping.set()
         for child in children:
             if child.poll() is None:
                 child.terminate()
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    def on_signal(signum: int, _frame: object) -> None:
+        stop_all()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        for index in range(args.workers):
+            if stopping.is_set():
+                break
+            child = subprocess.Popen([*base, "--port", str(args.port + index)],
+                                     stdout=subprocess.PIPE, text=True, errors="replace")
+            children.append(child)
+            threading.Thread(target=_pass_on, args=(index, child, lines), daemon=True,
+                             name=f"mrtr-serve-worker-{index}").start()
+        if stopping.is_set():
+            stop_all()  # a signal came while the workers were being started
         status = 0
-        for child in children:
+        listening: set[int] = set()
+        ended = 0
+        while ended < len(children):
+            index, line = lines.get()
+            child = children[index]
+            if line is not None:
+                with contextlib.suppress(OSError):  # nobody reads our output any more
+                    print(line, flush=True)
+                if line.startswith(READY_PREFIX):
+                    listening.add(index)
+                continue
+            ended += 1
             code = child.wait()
-            if code not in (0, -signal.SIGTERM, -signal.SIGINT):
-                ui.print(f"mrtr serve: worker pid {child.pid} exited with {code}")
-                status = 1
+            if stopping.is_set() and code in (0, -signal.SIGTERM, -signal.SIGINT):
+                continue
+            status = 1
+            port = args.port + index
+            if index not in listening and not stopping.is_set():
+                ui.print(f"mrtr serve: the worker for port {port} (pid {child.pid}) exited "
+                         f"with {code} before listening; stopping the others")
+                stop_all()
+            else:
+                ui.print(f"mrtr serve: the worker for port {port} (pid {child.pid}) exited "
+                         f"with {code}")
         return status
     finally:
+        stop_all()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _pass_on(index: int, child: subprocess.Popen[str],
+             lines: queue.SimpleQueue[tuple[int, str | None]]) -> None:
+    """Queue each line the worker prints, then ``None`` once its output ends."""
+    assert child.stdout is not None
+    # SIGTERM/SIGINT must reach the main thread, which waits on the queue to stop them all.
+    leave_signals_to_main_thread()
+    try:
+        with child.stdout:
+            for line in child.stdout:
+                lines.put((index, line.rstrip("\n")))
+    finally:
+        lines.put((index, None))

@@ -1,7 +1,8 @@
 """Running an app on the chosen runtime's server adapter until the process is told to stop.
 
 HTTP: the adapter binds (port 0 picks a free port), ``on_ready(url)`` is called once it
-listens, and SIGTERM or SIGINT shut it down cleanly. stdio: serves until end of input.
+listens, and SIGTERM or SIGINT shut it down cleanly; an address that cannot be bound is a
+:class:`ListenError` naming it. stdio: serves until end of input.
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mrtr_core.app import App
+from mrtr_core.errors import MrtrError
 
-__all__ = ["Stop", "serve_http", "serve_stdio"]
+__all__ = ["ListenError", "Stop", "serve_http", "serve_stdio"]
+
+
+class ListenError(MrtrError):
+    """The server could not listen on the address it was given (taken, not allowed...)."""
 
 
 class Stop(Exception):
@@ -26,11 +32,45 @@ def _raise_stop(signum: int, _frame: object) -> None:
 
 def serve_http(app: App, *, host: str, port: int, runtime: str, guard: Any,
                on_ready: Callable[[str], None]) -> int:
-    """Serve ``app`` over Streamable HTTP until SIGTERM/SIGINT; returns the exit status."""
-    if runtime == "trio":
-        return _serve_trio(app, host, port, guard, on_ready)
-    if runtime == "asyncio":
-        return _serve_asyncio(app, host, port, guard, on_ready)
+    """Serve ``app`` over Streamable HTTP until SIGTERM/SIGINT; returns the exit status.
+
+    Raises:
+        ListenError: the address could not be bound (nothing was served).
+    """
+    listening = False
+
+    def ready(url: str) -> None:
+        nonlocal listening
+        listening = True
+        on_ready(url)
+
+    try:
+        if runtime == "trio":
+            return _serve_trio(app, host, port, guard, ready)
+        if runtime == "asyncio":
+            return _serve_asyncio(app, host, port, guard, ready)
+        return _serve_sync(app, host, port, guard, ready)
+    except BaseException as exc:
+        error = None if listening else _os_error(exc)
+        if error is None:
+            raise
+        raise ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}") from exc
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The ``OSError`` that ``exc`` is or (in an exception group) contains."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _serve_sync(app: App, host: str, port: int, guard: Any,
+                on_ready: Callable[[str], None]) -> int:
     from mrtr_sync.http_server import HttpServer
 
     server = HttpServer(app, host, port, guard=guard)

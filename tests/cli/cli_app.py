@@ -42,6 +42,14 @@ def make_app(nonce: Any = os.urandom) -> App:
         second = content(ctx.ask("step2", form("Second?", b=int))) or {}
         return f"a={first.get('a')} b={second.get('b')}"
 
+    @app.tool(description="Three forms in one round.")
+    def survey(ctx: Context) -> str:
+        got = ctx.ask_all({"first": form("First?", a=str), "second": form("Second?", b=str),
+                           "third": form("Third?", c=str)})
+        values = [(content(got[k]) or {}).get(f) for k, f in
+                  (("first", "a"), ("second", "b"), ("third", "c"))]
+        return " ".join(f"{name}={value}" for name, value in zip("abc", values, strict=True))
+
     @app.tool(description="Asks for consent to open a URL.")
     def connect(ctx: Context) -> str:
         answer = ctx.ask("login", url("Sign in to continue", "https://auth.example.com/x?s=1"))

@@ -27,7 +27,7 @@ from mrtr_cli.keys import (
     write_ring,
 )
 from mrtr_cli.main import main
-from mrtr_cli.processes import ServerProcess, serve_argv
+from mrtr_cli.processes import InstanceError, ServerProcess, serve_argv
 from mrtr_cli.serve import AppLoadError, load_app
 
 from mrtr_core.state import Binding, StateCodec, digest_arguments
@@ -36,6 +36,15 @@ ROOT = Path(__file__).resolve().parents[2]
 KEY = base64.b64encode(b"k" * 32).decode()
 OTHER = base64.b64encode(b"o" * 32).decode()
 NOW = 1_800_000_000.0
+# A safety net for a step that takes a second or two: a failure that can be seen (a process
+# that exits, an error line) ends the wait at once; only a hang waits this long.
+START_TIMEOUT = 120.0
+
+
+def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``mrtr ARGS`` in a child process; it reads ``stdin`` (never this process's stdin)."""
+    return subprocess.run([sys.executable, "-m", "mrtr_cli", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, timeout=START_TIMEOUT, check=False)
 
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -171,11 +180,32 @@ def test_load_app_reports_what_is_wrong(tmp_path: Path) -> None:
         load_app(f"{bad}:other")
 
 
+def _ephemeral_ports() -> range:
+    """The ports the kernel hands out for outgoing connections and for port 0."""
+    try:
+        low, high = (int(v) for v in
+                     Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def consecutive_free_ports(count: int) -> int:
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
+    """The first of ``count`` consecutive ports free on 127.0.0.1, below the ephemeral range.
+
+    Ports from the ephemeral range (what a bind to port 0 returns) are handed to outgoing
+    connections and to other servers at any moment, so one free now may be taken before the
+    workers bind it; ports below that range are only taken by servers that ask for them by
+    number. The search starts at a place that depends on this process, so two test runs at
+    once start at different ports.
+    """
+    ephemeral = _ephemeral_ports()
+    first, last = 10_000, min(ephemeral.start, 65_536) - count
+    assert last > first, f"no ports below the ephemeral range {ephemeral}"
+    span = last - first
+    start = first + (os.getpid() * 7919) % span
+    for step in range(0, span, count):
+        base = first + (start - first + step) % span
         sockets = []
         try:
             for offset in range(count):
@@ -205,22 +235,54 @@ def test_serve_workers_run_on_consecutive_ports_and_stop_together(tmp_path: Path
     argv = [*serve_argv("examples/deploy.py:app", port=base, keys=ring), "--workers", "2"]
     parent = ServerProcess("workers", argv, log=tmp_path / "serve.log", cwd=ROOT)
     try:
-        urls = sorted(parent.wait_listening(2, 30))
+        # Each worker's ready line, passed on by the parent, is the readiness signal; a
+        # worker that exits first ends the parent at once (see the next test).
+        urls = sorted(parent.wait_listening(2, START_TIMEOUT))
         assert urls == [f"http://127.0.0.1:{base}/mcp", f"http://127.0.0.1:{base + 1}/mcp"]
         for url in urls:
-            done = subprocess.run(
-                [sys.executable, "-m", "mrtr_cli", "call", url, "deploy_production",
-                 "--arg", "version=1", "--answers", str(answers_file(tmp_path))],
-                cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+            done = cli("call", url, "deploy_production", "--arg", "version=1",
+                       "--answers", str(answers_file(tmp_path)))
             assert done.returncode == 0, done.stderr
         os.kill(parent.pid, signal.SIGTERM)
-        assert parent.proc.wait(30) == 0
+        assert parent.proc.wait(START_TIMEOUT) == 0
     finally:
         parent.stop()
     for url in urls:
         port = int(url.split(":")[2].split("/")[0])
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0, "worker still listening"
+
+
+def test_serve_workers_stop_at_once_when_one_cannot_listen(tmp_path: Path) -> None:
+    ring = tmp_path / "ring.json"
+    write_ring(ring, new_ring_data())
+    base = consecutive_free_ports(2)
+    with socket.create_server(("127.0.0.1", base + 1)):  # the second worker's port is taken
+        argv = [*serve_argv("examples/deploy.py:app", port=base, keys=ring), "--workers", "2"]
+        parent = ServerProcess("workers", argv, log=tmp_path / "serve.log", cwd=ROOT)
+        try:
+            with pytest.raises(InstanceError, match=r"exited \(1\) before listening"):
+                parent.wait_listening(2, START_TIMEOUT)
+            assert parent.proc.wait(START_TIMEOUT) == 1
+        finally:
+            parent.stop()
+    log = (tmp_path / "serve.log").read_text()
+    assert f"cannot listen on 127.0.0.1:{base + 1}: Address already in use" in log
+    assert f"the worker for port {base + 1}" in log and "stopping the others" in log
+    assert "Traceback" not in log
+    with socket.socket() as probe:  # the first worker, which did listen, was stopped
+        assert probe.connect_ex(("127.0.0.1", base)) != 0, "worker still listening"
+
+
+def test_serve_reports_an_address_it_cannot_listen_on(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        for runtime in ("sync", "trio", "asyncio"):
+            done = cli("serve", "examples/deploy.py:app", "--port", str(port),
+                       "--runtime", runtime)
+            assert done.returncode == 1, (runtime, done.stderr)
+            assert f"mrtr serve: cannot listen on 127.0.0.1:{port}: " in done.stderr, runtime
+            assert "Traceback" not in done.stderr, runtime
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -295,13 +357,14 @@ def test_balancer_answers_502_for_a_dead_backend() -> None:
 
 
 def test_demo_interactive_takes_the_persons_answers() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "mrtr_cli", "demo", "--interactive", "--version", "9.9"],
-        cwd=ROOT, input="y\na\nCHG-55\na\n", capture_output=True, text=True, timeout=60,
-        check=False)
+    # One round asks two forms at once; the person answers them one after the other, in the
+    # server's order (confirm_deploy, then change_ticket), whatever the handler threads do.
+    done = cli("demo", "--interactive", "--version", "9.9", "--timeout", str(START_TIMEOUT),
+               stdin="y\na\nCHG-55\na\n")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Deployed 9.9 to production under change ticket CHG-55." in done.stdout
     assert "Deploy 9.9 to production" in done.stderr  # the form was shown to the person
+    assert done.stderr.index("input confirm_deploy") < done.stderr.index("input change_ticket")
     assert "round 2 ← complete from instance B" in done.stdout
 
 
@@ -311,17 +374,11 @@ def test_prompt_and_read_commands_against_a_served_factory(tmp_path: Path) -> No
     app = f"{ROOT / 'tests' / 'cli' / 'cli_app.py'}:make_app"  # a factory, called once
     instance = ServerProcess("cli-app", serve_argv(app), log=tmp_path / "serve.log", cwd=ROOT)
     try:
-        url = instance.wait_ready(30)
-        done = subprocess.run(
-            [sys.executable, "-m", "mrtr_cli", "prompt", url, "story", "--arg", "hero=Ada",
-             "--answers", str(answers)],
-            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        url = instance.wait_ready(START_TIMEOUT)
+        done = cli("prompt", url, "story", "--arg", "hero=Ada", "--answers", str(answers))
         assert done.returncode == 0, done.stderr
         assert "A sad story about Ada" in done.stdout
-        done = subprocess.run(
-            [sys.executable, "-m", "mrtr_cli", "read", url, "memo://note",
-             "--answers", str(answers)],
-            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        done = cli("read", url, "memo://note", "--answers", str(answers))
         assert done.returncode == 0, done.stderr
         assert "memo://note" in done.stdout and "note unlocked with 7" in done.stdout
     finally:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +27,8 @@ from mrtr_cli.processes import ServerProcess, serve_argv
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BIN = Path(sys.executable).parent  # the virtualenv the tests run in
-TIMEOUT = 60
+# A safety net for commands that take a second or two: only a hang waits this long.
+TIMEOUT = 120
 
 
 def block_after(marker: str) -> str:
@@ -35,7 +38,8 @@ def block_after(marker: str) -> str:
     return match.group(1)
 
 
-def mrtr(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def mrtr(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``mrtr ARGS``; it reads ``stdin`` (never this process's stdin, which may be a terminal)."""
     return subprocess.run([str(BIN / "mrtr"), *args], cwd=ROOT, input=stdin,
                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
 
@@ -130,6 +134,42 @@ def test_call_prompts_on_stdin_when_interactive(served: str) -> None:
     assert "this field is required" in done.stderr
 
 
+def test_interrupting_an_open_prompt_ends_the_command_at_once(served: str) -> None:
+    # Ctrl-C while the person has a form open: the command says so and ends, although the
+    # read of the terminal (stdin stays open here) can never be stopped.
+    proc = subprocess.Popen([str(BIN / "mrtr"), "call", served, "deploy_production", "--arg",
+                             "version=4", "--interactive"], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    shown: list[str] = []
+    changed = threading.Condition()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            with changed:
+                shown.append(line)
+                changed.notify_all()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        with changed:  # the first form is on screen: its handler is reading stdin
+            assert changed.wait_for(lambda: any("field(s)" in line for line in shown),
+                                    TIMEOUT), "".join(shown)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(TIMEOUT) == 130
+        reader.join(TIMEOUT)
+        text = "".join(shown)
+        assert "interrupted" in text
+        assert "Fatal Python error" not in text and "Traceback" not in text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdin is not None
+        proc.stdin.close()
+
+
 def test_call_without_answers_in_a_script_stops_cleanly(served: str) -> None:
     done = mrtr("call", served, "deploy_production", "--arg", "version=1")
     assert done.returncode == 1
@@ -144,7 +184,8 @@ def test_driver_block_is_the_example_driver_and_the_example_runs() -> None:
     source = (ROOT / "examples" / "driver_sync.py").read_text(encoding="utf-8")
     assert block_after("readme-driver") in source
     done = subprocess.run([sys.executable, "examples/driver_sync.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr
     assert "Deployed 1.4.2 to production under change ticket CHG-1234." in done.stdout
     assert "'inputResponses'" in done.stdout and "'requestState'" in done.stdout
@@ -170,7 +211,8 @@ def test_client_block_runs_against_a_served_app(served: str, block: str,
 
 def test_state_diagram_is_generated_from_the_transition_table() -> None:
     done = subprocess.run([sys.executable, "scripts/state_diagram.py", "--check", "README.md"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+                          cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr
     from mrtr_core.client.states import TRANSITIONS
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -18,17 +19,45 @@ def ensure_installed(binary: str, setup: Sequence[str]) -> str:
     found = shutil.which(binary) or (f"/usr/sbin/{binary}"
                                      if Path(f"/usr/sbin/{binary}").exists() else None)
     if found is None:
-        subprocess.run(["bash", *setup], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["bash", *setup], cwd=ROOT, check=True, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, timeout=900)
         found = shutil.which(binary) or f"/usr/sbin/{binary}"
     assert Path(found).exists(), f"{binary} could not be installed"
     return found
 
 
+def _ephemeral_ports() -> range:
+    """The ports the kernel hands out for outgoing connections and for port 0."""
+    try:
+        low, high = (int(v) for v in
+                     Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    """A port free on 127.0.0.1 right now (for nginx, which cannot report the one it got)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port free on 127.0.0.1 now, below the ephemeral range (for nginx, which cannot
+    report the port it got).
+
+    A port from the ephemeral range (what a bind to port 0 returns) can be handed to an
+    outgoing connection or another server before nginx binds it; ports below that range are
+    only taken by servers that ask for them by number. The search starts at a place that
+    depends on this process, so two test runs at once start at different ports.
+    """
+    first, last = 10_000, min(_ephemeral_ports().start, 65_536) - 1
+    assert last > first, "no ports below the ephemeral range"
+    span = last - first
+    start = (os.getpid() * 7919) % span
+    for step in range(span):
+        port = first + (start + step) % span
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no free port")
 
 
 class Watched:
@@ -45,7 +74,8 @@ class Watched:
         if stream == "stderr":
             pipe = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
         self.proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, text=True, env=env,
-                                     cwd=ROOT, **pipe)  # type: ignore[call-overload]
+                                     errors="replace", cwd=ROOT,
+                                     **pipe)  # type: ignore[call-overload]
         self.lines: list[str] = []
         self._changed = threading.Condition()
         self._ended = False
@@ -58,13 +88,15 @@ class Watched:
         return self.proc.pid
 
     def _read(self, source: object) -> None:
-        for line in source:  # type: ignore[attr-defined]
+        try:
+            for line in source:  # type: ignore[attr-defined]
+                with self._changed:
+                    self.lines.append(line.rstrip("\n"))
+                    self._changed.notify_all()
+        finally:
             with self._changed:
-                self.lines.append(line.rstrip("\n"))
+                self._ended = True
                 self._changed.notify_all()
-        with self._changed:
-            self._ended = True
-            self._changed.notify_all()
 
     def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
         """Block until a line matches ``pattern``; fail if the process ends or time runs out."""

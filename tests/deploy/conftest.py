@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from cluster_helpers import Watched, ensure_installed
 
-START_TIMEOUT = 20.0
+# A safety net: readiness is a line the process prints; only a hang waits this long.
+START_TIMEOUT = 120.0
 
 
 @pytest.fixture

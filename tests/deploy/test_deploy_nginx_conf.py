@@ -60,7 +60,8 @@ def test_generated_config_passes_nginx_syntax_check(tmp_path: Path) -> None:
     cfg = config(tmp_path, user="root" if os.geteuid() == 0 else None)
     conf = write_nginx_conf(cfg, tmp_path / "nginx.conf")
     done = subprocess.run([nginx, "-p", cfg.prefix, "-c", str(conf), "-e", "stderr", "-t"],
-                          capture_output=True, text=True, timeout=30, check=False)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.returncode == 0, done.stderr
     assert "syntax is ok" in done.stderr
 
@@ -75,8 +76,8 @@ def test_nginx_conf_command_writes_the_file(tmp_path: Path) -> None:
 
 def test_setup_script_is_idempotent_and_starts_nothing() -> None:
     ensure_installed("nginx", ["scripts/setup_nginx.sh"])
-    done = subprocess.run(["bash", "scripts/setup_nginx.sh"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run(["bash", "scripts/setup_nginx.sh"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("nginx present: ")
     assert not Path("/run/nginx.pid").exists() or not _alive(Path("/run/nginx.pid"))

@@ -17,6 +17,7 @@ from mrtr_cli.processes import ServerProcess, serve_argv
 from mrtr_sync.http_client import HttpTransport
 
 APP = f"{ROOT / 'tests' / 'deploy' / 'cluster_app.py'}:app"
+TIMEOUT = 120.0  # a safety net: each step takes a second or two; only a hang waits this long
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
@@ -27,7 +28,7 @@ def call(url: str, request_id: int, op: str, **extra: Any) -> dict[str, Any]:
     params = {"name": "redeem", "arguments": {"op": op}, "_meta": META, **extra}
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
     with HttpTransport(url) as transport:
-        return transport.request(message, timeout=30)
+        return transport.request(message, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
@@ -43,7 +44,7 @@ def test_replayed_state_is_refused_by_another_instance(runtime: str, tmp_path: P
         for i in range(2)
     ]
     try:
-        first, second = (instance.wait_ready(30) for instance in instances)
+        first, second = (instance.wait_ready(TIMEOUT) for instance in instances)
         asked = call(first, 1, "op-r")["result"]
         assert asked["resultType"] == "input_required"
         retry = {"inputResponses": {"confirm": {"action": "accept",
@@ -56,7 +57,7 @@ def test_replayed_state_is_refused_by_another_instance(runtime: str, tmp_path: P
         assert replayed["error"]["message"] == "Invalid or expired requestState"
         for instance in instances:
             os.kill(instance.pid, signal.SIGTERM)
-            assert instance.proc.wait(30) == 0, instance.name
+            assert instance.proc.wait(TIMEOUT) == 0, instance.name
     finally:
         for instance in instances:
             instance.stop()
@@ -71,6 +72,7 @@ def test_stdio_serving_on_every_runtime(runtime: str, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mrtr_cli", "call", "--stdio", server, "deploy_production",
          "--arg", "version=7", "--answers", str(answers)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT,
+        check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Deployed 7 to production under change ticket T.\n"
