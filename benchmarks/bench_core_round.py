@@ -11,7 +11,9 @@ Two references are measured in the same run:
 - ``floor``: the object work any implementation of the contract does for that round with
   no flow logic at all: the nine frozen command objects and four event objects, the
   converter reading the ``input_required`` result, the two leg copies and the two answers'
-  wire forms. What the core adds on top of it is the state machine and its checks.
+  wire forms. The commands are built the way the core builds them (``record_maker``:
+  positional, no ``__init__``), the events with their public constructors, as an adapter
+  builds them. What the core adds on top of it is the state machine and its checks.
 
 Run: ``python benchmarks/bench_core_round.py [--runs N] [--rounds N]``.
 """
@@ -46,6 +48,7 @@ from mrtr_core.wire import (
     RequestMeta,
     structure_input_required,
 )
+from mrtr_core.wire.records import record_maker
 
 TARGET_US = 20.0
 
@@ -112,28 +115,36 @@ def one_round() -> list[object]:
     return sent
 
 
+_round_started = record_maker(RoundStarted)
+_send_request = record_maker(SendRequest)
+_input_needed = record_maker(InputNeeded)
+_invoke_handler = record_maker(InvokeHandler)
+_round_fulfilled = record_maker(RoundFulfilled)
+_complete = record_maker(Complete)
+
+
 def floor_round() -> None:
     """The round's unavoidable object work, with no state machine (see the module doc)."""
     legs = LegBuilder("tools/call", PARAMS, META)
     first = legs.build(1, None, None)
-    RoundStarted(round=1, request_id=1, state_only=False)
-    SendRequest(request_id=1, method="tools/call", message=first)
+    _round_started(1, 1, False)
+    _send_request(1, "tools/call", first)
     ResponseReceived(message={"jsonrpc": "2.0", "id": 1, "result": INPUT_REQUIRED})
     result = structure_input_required(INPUT_REQUIRED)
-    InputNeeded(round=1, result=result)
+    _input_needed(1, result)
     assert result.input_requests is not None
     for key, request in result.input_requests.items():
-        InvokeHandler(key=key, request=request, deadline=300.0)
+        _invoke_handler(key, request, 300.0)
     wire = {}
     for key, answer in ANSWERS.items():
         HandlerReturned(key=key, answer=answer)
         wire[key] = answer_to_wire("elicitation/create", answer, key=key)
     second = legs.build(2, wire, result.request_state)
-    RoundFulfilled(round=1, keys=tuple(wire))
-    RoundStarted(round=2, request_id=2, state_only=False)
-    SendRequest(request_id=2, method="tools/call", message=second)
+    _round_fulfilled(1, tuple(wire))
+    _round_started(2, 2, False)
+    _send_request(2, "tools/call", second)
     ResponseReceived(message={"jsonrpc": "2.0", "id": 2, "result": COMPLETE})
-    Complete(result=COMPLETE, rounds=2)
+    _complete(COMPLETE, 2)
 
 
 def reference_round(messages: list[str]) -> None:

@@ -97,56 +97,71 @@ from mrtr_core.wire.models import (
     ListRootsRequest,
     RequestMeta,
 )
+from mrtr_core.wire.records import record_maker
 
 __all__ = ["ClientFlow"]
 
 _INF = float("inf")
 
 
-# The members the machine reads on every input, as plain class attributes: on Python 3.11
+# The members the machine reads on every input, as module constants: on Python 3.11
 # reading a member off an Enum class (``FlowState.IDLE``) goes through the metaclass's
-# ``__getattr__`` hook and costs about ten times a plain attribute read.
-class _S:
-    IDLE: Final = FlowState.IDLE
-    AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE
-    AWAITING_HANDLERS: Final = FlowState.AWAITING_HANDLERS
-    AWAITING_ANSWERS: Final = FlowState.AWAITING_ANSWERS
-    PACING: Final = FlowState.PACING
+# ``__getattr__`` hook, and any class attribute costs a lookup more than a global.
+_S_IDLE: Final = FlowState.IDLE
+_S_AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE
+_S_AWAITING_HANDLERS: Final = FlowState.AWAITING_HANDLERS
+_S_AWAITING_ANSWERS: Final = FlowState.AWAITING_ANSWERS
+_S_PACING: Final = FlowState.PACING
+
+_I_START: Final = Input.START
+_I_RESPONSE: Final = Input.RESPONSE
+_I_HANDLER_RETURNED: Final = Input.HANDLER_RETURNED
+_I_HANDLER_FAILED: Final = Input.HANDLER_FAILED
+_I_ANSWER: Final = Input.ANSWER
+_I_TIMER: Final = Input.TIMER
+_I_CANCEL: Final = Input.CANCEL
+
+_T_SENT_FIRST: Final = Trigger.SENT_FIRST
+_T_RESUMED_WITH_INPUT: Final = Trigger.RESUMED_WITH_INPUT
+_T_RESUMED_WITH_INPUT_MANUAL: Final = Trigger.RESUMED_WITH_INPUT_MANUAL
+_T_RESUMED_STATE_ONLY: Final = Trigger.RESUMED_STATE_ONLY
+_T_RESUME_REJECTED: Final = Trigger.RESUME_REJECTED
+_T_COMPLETED: Final = Trigger.COMPLETED
+_T_INPUT_REQUIRED: Final = Trigger.INPUT_REQUIRED
+_T_INPUT_REQUIRED_MANUAL: Final = Trigger.INPUT_REQUIRED_MANUAL
+_T_STATE_ONLY: Final = Trigger.STATE_ONLY
+_T_REJECTED: Final = Trigger.REJECTED
+_T_HANDLER_RETURNED: Final = Trigger.HANDLER_RETURNED
+_T_ROUND_FULFILLED: Final = Trigger.ROUND_FULFILLED
+_T_UNUSABLE_ANSWER: Final = Trigger.UNUSABLE_ANSWER
+_T_HANDLER_FAILED: Final = Trigger.HANDLER_FAILED
+_T_ANSWERED: Final = Trigger.ANSWERED
+_T_ROUND_ANSWERED: Final = Trigger.ROUND_ANSWERED
+_T_ANSWERED_TOO_LATE: Final = Trigger.ANSWERED_TOO_LATE
+_T_TIMER_EARLY: Final = Trigger.TIMER_EARLY
+_T_PACING_ELAPSED: Final = Trigger.PACING_ELAPSED
+_T_TIMED_OUT: Final = Trigger.TIMED_OUT
+_T_CANCELLED: Final = Trigger.CANCELLED
 
 
-class _I:
-    START: Final = Input.START
-    RESPONSE: Final = Input.RESPONSE
-    HANDLER_RETURNED: Final = Input.HANDLER_RETURNED
-    HANDLER_FAILED: Final = Input.HANDLER_FAILED
-    ANSWER: Final = Input.ANSWER
-    TIMER: Final = Input.TIMER
-    CANCEL: Final = Input.CANCEL
-
-
-class _T:
-    SENT_FIRST: Final = Trigger.SENT_FIRST
-    RESUMED_WITH_INPUT: Final = Trigger.RESUMED_WITH_INPUT
-    RESUMED_WITH_INPUT_MANUAL: Final = Trigger.RESUMED_WITH_INPUT_MANUAL
-    RESUMED_STATE_ONLY: Final = Trigger.RESUMED_STATE_ONLY
-    RESUME_REJECTED: Final = Trigger.RESUME_REJECTED
-    COMPLETED: Final = Trigger.COMPLETED
-    INPUT_REQUIRED: Final = Trigger.INPUT_REQUIRED
-    INPUT_REQUIRED_MANUAL: Final = Trigger.INPUT_REQUIRED_MANUAL
-    STATE_ONLY: Final = Trigger.STATE_ONLY
-    REJECTED: Final = Trigger.REJECTED
-    HANDLER_RETURNED: Final = Trigger.HANDLER_RETURNED
-    ROUND_FULFILLED: Final = Trigger.ROUND_FULFILLED
-    UNUSABLE_ANSWER: Final = Trigger.UNUSABLE_ANSWER
-    HANDLER_FAILED: Final = Trigger.HANDLER_FAILED
-    ANSWERED: Final = Trigger.ANSWERED
-    ROUND_ANSWERED: Final = Trigger.ROUND_ANSWERED
-    ANSWERED_TOO_LATE: Final = Trigger.ANSWERED_TOO_LATE
-    TIMER_EARLY: Final = Trigger.TIMER_EARLY
-    PACING_ELAPSED: Final = Trigger.PACING_ELAPSED
-    TIMED_OUT: Final = Trigger.TIMED_OUT
-    CANCELLED: Final = Trigger.CANCELLED
-
+# The commands, built from values the flow has checked: no __init__, no keyword dict
+# (see mrtr_core.wire.records). Arguments in field order.
+_round_started: Final[Callable[[int, RequestId, bool], RoundStarted]] = record_maker(
+    RoundStarted
+)
+_send_request: Final[Callable[[RequestId, str, JsonObject], SendRequest]] = record_maker(
+    SendRequest
+)
+_input_needed: Final[Callable[[int, InputRequiredResult], InputNeeded]] = record_maker(
+    InputNeeded
+)
+_invoke_handler: Final[Callable[[str, InputRequest, float | None], InvokeHandler]] = (
+    record_maker(InvokeHandler)
+)
+_round_fulfilled: Final[Callable[[int, tuple[str, ...]], RoundFulfilled]] = record_maker(
+    RoundFulfilled
+)
+_complete: Final[Callable[[JsonObject, int], Complete]] = record_maker(Complete)
 
 _DEFAULT_LIMITS: Final = ClientLimits()
 _NO_REQUESTS: Final[dict[str, InputRequest]] = {}  # never mutated
@@ -252,7 +267,7 @@ class ClientFlow:
         self._random = random
         self._manual = bool(manual)
         # Progress.
-        self._state = _S.IDLE
+        self._state = _S_IDLE
         self._rounds = 0  # legs sent
         self._leg_id: RequestId | None = None  # id of the last leg sent
         self._outstanding: RequestId | None = None  # leg whose response is awaited
@@ -377,7 +392,7 @@ class ClientFlow:
         flow._flow_deadline = None if left is None else now + left
         left = snap.pacing_time_left
         flow._wake_at = None if left is None else now + left
-        if snap.state is _S.AWAITING_ANSWERS:
+        if snap.state is _S_AWAITING_ANSWERS:
             assert snap.last_result is not None and snap.last_result.input_requests
             flow._requests = dict(snap.last_result.input_requests)
             flow._answers = dict(snap.answers)
@@ -470,13 +485,13 @@ class ClientFlow:
         budget. Re-read it after every call.
         """
         state = self._state
-        if state is _S.AWAITING_RESPONSE:
+        if state is _S_AWAITING_RESPONSE:
             return _min(self._leg_deadline, self._flow_deadline)
-        if state is _S.AWAITING_HANDLERS:
+        if state is _S_AWAITING_HANDLERS:
             return _min(self._handler_deadline, self._flow_deadline)
-        if state is _S.PACING:
+        if state is _S_PACING:
             return _min(self._wake_at, self._flow_deadline)
-        if state is _S.AWAITING_ANSWERS:
+        if state is _S_AWAITING_ANSWERS:
             return self._flow_deadline
         return None
 
@@ -520,7 +535,8 @@ class ClientFlow:
             LocalProtocolError: the flow was already started, or ``next_id`` misbehaved.
         """
         self._tick(now)
-        self._accept(_I.START)
+        if self._state is not _S_IDLE:  # the one state that accepts START
+            self._accept(_I_START)
         budget = self._limits.flow_timeout
         flow_deadline = None if budget is None else now + budget
         if self._seeded:
@@ -530,7 +546,7 @@ class ClientFlow:
         request_id = self._draw_id()
         message = self._legs.build(request_id, None, None)
         self._flow_deadline = flow_deadline
-        return self._commit_leg(request_id, message, now, _T.SENT_FIRST, state_only=False)
+        return self._commit_leg(request_id, message, now, _T_SENT_FIRST, state_only=False)
 
     def handle(self, event: ClientEvent, now: float) -> list[ClientCommand]:
         """Feed one fact; returns the commands to carry out, in order.
@@ -543,28 +559,34 @@ class ClientFlow:
             self._tick(now)
         self._now = now
         state = self._state
+        # Each input's usual state is checked by identity; any other goes to the table.
+        kind = type(event)
+        if kind is ResponseReceived and state is _S_AWAITING_RESPONSE:
+            return self._on_response(event.message, now)  # type: ignore[union-attr]
+        if kind is HandlerReturned and state is _S_AWAITING_HANDLERS:
+            return self._on_handler_returned(
+                event.key, event.answer, now  # type: ignore[union-attr]
+            )
         if state in TERMINAL_STATES and self._absorb(event):
             return []
         if type(event) is ResponseReceived:
-            if _I.RESPONSE not in ACCEPTS[state]:
-                self._accept(_I.RESPONSE)
+            self._accept(_I_RESPONSE)
             return self._on_response(event.message, now)
         if type(event) is HandlerReturned:
-            if _I.HANDLER_RETURNED not in ACCEPTS[state]:
-                self._accept(_I.HANDLER_RETURNED)
+            self._accept(_I_HANDLER_RETURNED)
             return self._on_handler_returned(event.key, event.answer, now)
         if type(event) is HandlerFailed:
-            self._accept(_I.HANDLER_FAILED)
+            self._accept(_I_HANDLER_FAILED)
             return self._on_handler_failed(event.key, event.error)
         if type(event) is TimerFired:
-            self._accept(_I.TIMER)
+            self._accept(_I_TIMER)
             return self._on_timer(now)
         if type(event) is CancelRequested:
-            self._accept(_I.CANCEL)
+            self._accept(_I_CANCEL)
             reason = event.reason
             message = "flow cancelled" if reason is None else f"flow cancelled: {reason}"
             error = FlowCancelledError(message, last_result=self._last_result)
-            return self._fail(error, _T.CANCELLED)
+            return self._fail(error, _T_CANCELLED)
         raise LocalProtocolError(f"unknown event {event!r} (events are matched by exact type)")
 
     def handle_many(self, events: Iterable[ClientEvent], now: float) -> list[ClientCommand]:
@@ -591,7 +613,7 @@ class ClientFlow:
                 or an answer of the wrong shape (nothing is recorded then).
         """
         self._tick(now)
-        self._accept(_I.ANSWER)
+        self._accept(_I_ANSWER)
         if not isinstance(answers, Mapping):
             raise LocalProtocolError("answers must be a mapping of key -> answer")
         wire: dict[str, JsonObject] = {}
@@ -601,14 +623,13 @@ class ClientFlow:
             if key not in self._pending:
                 raise LocalProtocolError(f"input request {key!r} is already answered")
             wire[key] = answer_to_wire(self._requests[key].method, value, key=key)
+        self._answers.update(wire)
         if len(wire) < len(self._pending):
-            self._answers.update(wire)
             for key in wire:
                 del self._pending[key]
-            self._go(_T.ANSWERED)
+            self._go(_T_ANSWERED)
             return []
-        return self._finish_round({**self._answers, **wire}, now, _T.ROUND_ANSWERED,
-                                  _T.ANSWERED_TOO_LATE)
+        return self._finish_round(wire, now, _T_ROUND_ANSWERED, _T_ANSWERED_TOO_LATE)
 
     # --- the steps ---------------------------------------------------------------------------
 
@@ -647,8 +668,8 @@ class ClientFlow:
         if result_type == RESULT_TYPE_COMPLETE:
             self._outstanding = None
             self._result = result
-            self._go(_T.COMPLETED)
-            return [Complete(result=result, rounds=self._rounds)]
+            self._go(_T_COMPLETED)
+            return [_complete(result, self._rounds)]
         if result_type != RESULT_TYPE_INPUT_REQUIRED:
             return self._reject(
                 RemoteProtocolError(f"unknown resultType {result_type!r}", result=result)
@@ -673,7 +694,7 @@ class ClientFlow:
         if error is not None:
             self._last_result = result
             self._outstanding = None
-            return self._fail(error, _T.RESUME_REJECTED if resumed else _T.REJECTED)
+            return self._fail(error, _T_RESUME_REJECTED if resumed else _T_REJECTED)
         requests = result.input_requests
         round_no = self._rounds
         if not requests:
@@ -682,8 +703,8 @@ class ClientFlow:
             self._streak += 1
             self._wake_at = now + delay
             self._commit_result(result)
-            self._go(_T.RESUMED_STATE_ONLY if resumed else _T.STATE_ONLY)
-            return [InputNeeded(round=round_no, result=result)]
+            self._go(_T_RESUMED_STATE_ONLY if resumed else _T_STATE_ONLY)
+            return [_input_needed(round_no, result)]
         self._streak = 0
         # _commit_result, inlined.
         self._last_result = result
@@ -693,18 +714,20 @@ class ClientFlow:
         self._requests = requests
         self._pending = dict.fromkeys(requests)
         self._answers = {}
-        commands: list[ClientCommand] = [InputNeeded(round=round_no, result=result)]
+        commands: list[ClientCommand] = [_input_needed(round_no, result)]
         if self._manual:
             commands.append(AwaitAnswers(round=round_no, result=result))
-            self._go(_T.RESUMED_WITH_INPUT_MANUAL if resumed else _T.INPUT_REQUIRED_MANUAL)
+            self._go(_T_RESUMED_WITH_INPUT_MANUAL if resumed else _T_INPUT_REQUIRED_MANUAL)
             return commands
         # C1: every entry is fulfilled, all at once.
         timeout = self._limits.handler_timeout
         deadline = None if timeout is None else now + timeout
         self._handler_deadline = deadline
+        append = commands.append
+        invoke = _invoke_handler
         for key, request in requests.items():
-            commands.append(InvokeHandler(key=key, request=request, deadline=deadline))
-        self._go(_T.RESUMED_WITH_INPUT if resumed else _T.INPUT_REQUIRED)
+            append(invoke(key, request, deadline))
+        self._go(_T_RESUMED_WITH_INPUT if resumed else _T_INPUT_REQUIRED)
         return commands
 
     def _check_input_required(self, result: InputRequiredResult, now: float) -> MrtrError | None:
@@ -789,22 +812,21 @@ class ClientFlow:
             del self._pending[key]  # it returned: nothing to cancel
             return self._fail(
                 HandlerFailedError(key, exc, last_result=self._last_result),
-                _T.UNUSABLE_ANSWER,
+                _T_UNUSABLE_ANSWER,
             )
+        self._answers[key] = wire
         if len(pending) > 1:
-            self._answers[key] = wire
             del pending[key]
-            self._go(_T.HANDLER_RETURNED)
+            self._go(_T_HANDLER_RETURNED)
             return []
-        return self._finish_round({**self._answers, key: wire}, now, _T.ROUND_FULFILLED,
-                                  _T.UNUSABLE_ANSWER)
+        return self._finish_round((key,), now, _T_ROUND_FULFILLED, _T_UNUSABLE_ANSWER)
 
     def _on_handler_failed(self, key: str, error: BaseException) -> list[ClientCommand]:
         if key not in self._pending:
             raise LocalProtocolError(f"no handler is running for input request {key!r}")
         del self._pending[key]  # the failed one needs no cancel
         return self._fail(
-            HandlerFailedError(key, error, last_result=self._last_result), _T.HANDLER_FAILED
+            HandlerFailedError(key, error, last_result=self._last_result), _T_HANDLER_FAILED
         )
 
     def _on_timer(self, now: float) -> list[ClientCommand]:
@@ -816,7 +838,7 @@ class ClientFlow:
         if flow_deadline is not None and now >= flow_deadline:
             expired.append((flow_deadline, 1, self._flow_deadline_error(self._last_result)))
         leg = self._leg_deadline
-        if state is _S.AWAITING_RESPONSE and leg is not None and now >= leg:
+        if state is _S_AWAITING_RESPONSE and leg is not None and now >= leg:
             expired.append((leg, 0, LegTimeoutError(
                 f"no response to request {self._outstanding!r} within "
                 f"{self._limits.leg_timeout} s",
@@ -824,7 +846,7 @@ class ClientFlow:
                 last_result=self._last_result,
             )))
         handler = self._handler_deadline
-        if state is _S.AWAITING_HANDLERS and handler is not None and now >= handler:
+        if state is _S_AWAITING_HANDLERS and handler is not None and now >= handler:
             key = next(iter(self._pending))
             expired.append((handler, 0, HandlerTimeoutError(
                 f"handler for input request {key!r} took longer than "
@@ -834,25 +856,26 @@ class ClientFlow:
             )))
         if expired:
             _, _, error = min(expired, key=lambda item: (item[0], item[1]))
-            return self._fail(error, _T.TIMED_OUT)
-        if state is _S.PACING and self._wake_at is not None and now >= self._wake_at:
+            return self._fail(error, _T_TIMED_OUT)
+        if state is _S_PACING and self._wake_at is not None and now >= self._wake_at:
             assert self._last_result is not None
             # digest §2.4: a state-only retry carries the state and no inputResponses.
             request_id = self._draw_id()
             message = self._legs.build(request_id, None, self._last_result.request_state)
-            return self._commit_leg(request_id, message, now, _T.PACING_ELAPSED,
+            return self._commit_leg(request_id, message, now, _T_PACING_ELAPSED,
                                     state_only=True)
-        self._go(_T.TIMER_EARLY)
+        self._go(_T_TIMER_EARLY)
         return []
 
     # --- helpers ---------------------------------------------------------------------------
 
     def _finish_round(
-        self, answers: dict[str, JsonObject], now: float, sent: Trigger, late: Trigger
+        self, last: Iterable[str], now: float, sent: Trigger, late: Trigger
     ) -> list[ClientCommand]:
         """Every entry is answered: send the retry (unless the budget is spent).
 
-        ``answers`` is a fresh dict of every answer of the round, owned by this call.
+        ``self._answers`` holds every answer of the round; ``last`` names the ones this
+        input added, taken out again if ``next_id`` fails (the input then changes nothing).
         """
         result = self._last_result
         assert result is not None and result.input_requests is not None
@@ -860,13 +883,19 @@ class ClientFlow:
         if flow_deadline is not None and now >= flow_deadline:
             self._pending.clear()
             return self._fail(self._flow_deadline_error(result), late)
+        answers = self._answers
+        try:
+            request_id = self._draw_id()
+        except LocalProtocolError:
+            for key in last:
+                del answers[key]
+            raise
         keys = tuple(result.input_requests)
         # C6: inputResponses holds this round's answers under the server's keys, in the
-        # server's order.
+        # server's order. The dict goes into the message: the flow keeps no reference.
         responses = answers if tuple(answers) == keys else {key: answers[key] for key in keys}
-        request_id = self._draw_id()
         message = self._legs.build(request_id, responses, result.request_state)
-        fulfilled = RoundFulfilled(round=self._rounds, keys=keys)
+        fulfilled = _round_fulfilled(self._rounds, keys)
         self._answers = {}
         self._pending = {}
         return self._commit_leg(request_id, message, now, sent, state_only=False,
@@ -906,8 +935,8 @@ class ClientFlow:
         self._handler_deadline = None
         self._wake_at = None
         self._go(trigger)
-        started = RoundStarted(round=rounds, request_id=request_id, state_only=state_only)
-        send = SendRequest(request_id=request_id, method=self._method, message=message)
+        started = _round_started(rounds, request_id, state_only)
+        send = _send_request(request_id, self._method, message)
         if notice is None:
             return [started, send]
         return [notice, started, send]
@@ -927,11 +956,11 @@ class ClientFlow:
     def _reject(self, error: MrtrError) -> list[ClientCommand]:
         """The response to the leg in flight is unusable: fail (nothing is in flight now)."""
         self._outstanding = None
-        return self._fail(error, _T.REJECTED)
+        return self._fail(error, _T_REJECTED)
 
     def _fail(self, error: MrtrError, trigger: Trigger) -> list[ClientCommand]:
         commands: list[ClientCommand] = []
-        if self._pending and self._state is _S.AWAITING_HANDLERS:
+        if self._pending and self._state is _S_AWAITING_HANDLERS:
             keys = tuple(self._pending)
             self._cancelled = set(keys)
             commands.append(CancelHandlers(keys=keys))
@@ -958,7 +987,8 @@ class ClientFlow:
             raise LocalProtocolError(f"{kind.value} is not expected while {self._state.name}")
 
     def _go(self, trigger: Trigger) -> None:
-        self._state = TRANSITIONS[(self._state, trigger)]
+        # Every transition passes here (tests/core/test_client_states.py records them).
+        self._state = TRANSITIONS[self._state, trigger]
 
     def _tick(self, now: float) -> None:
         kind = type(now)

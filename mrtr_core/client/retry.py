@@ -67,26 +67,42 @@ def _copy_planned(value: Any, plan: Plan) -> Any:
     return out
 
 
-def _plan(value: Any, depth: int) -> tuple[Any, Plan]:
-    """A private deep copy of the dict or list ``value``, and its :data:`Plan`.
+_NO_PLAN: Final[Plan] = ()
+_all_leaves: Final = _LEAVES.issuperset
+
+
+def _plan_into(value: Any, out: Any, depth: int) -> Plan:
+    """Make ``out``, a shallow copy of the dict or list ``value``, a deep copy; its plan.
 
     Covers exact dicts and lists, the JSON scalars, and tuples of scalars (shared, as
     immutable); anything else raises :class:`_NotPlain`.
     """
     if depth >= _MAX_PLAN_DEPTH:
         raise _NotPlain
-    out = value.copy()  # the leaves, shared; containers replaced by their copies below
-    plan: list[tuple[Any, Plan]] = []
+    plan = _NO_PLAN
     for at, item in value.items() if type(value) is dict else enumerate(value):
         kind = type(item)
         if kind in _LEAVES:
             continue
-        if kind is dict or kind is list:
-            out[at], inner = _plan(item, depth + 1)
-            plan.append((at, inner))
-        elif kind is not tuple or not all(type(x) in _LEAVES for x in item):
+        if kind is dict:
+            copy = out[at] = item.copy()
+            # A container of leaves only (the common case) is checked in one C pass.
+            leaves = _all_leaves(map(type, item.values()))
+        elif kind is list:
+            copy = out[at] = item.copy()
+            leaves = _all_leaves(map(type, item))
+        elif kind is tuple and _all_leaves(map(type, item)):
+            continue  # shared, as immutable
+        else:
             raise _NotPlain
-    return out, tuple(plan)
+        plan += ((at, _NO_PLAN if leaves else _plan_into(item, copy, depth + 1)),)
+    return plan
+
+
+def _plan(value: Any) -> tuple[Any, Plan]:
+    """A private deep copy of the dict or list ``value``, and its :data:`Plan`."""
+    out = value.copy()  # the leaves, shared; containers replaced by their copies
+    return out, _plan_into(value, out, 0)
 
 
 _META_CACHE_SIZE: Final = 32
@@ -101,7 +117,7 @@ def _meta_entry(meta: RequestMeta) -> tuple[RequestMeta, JsonObject, Plan | None
         return entry
     wire: JsonObject = unstructure(meta)
     try:
-        plan: Plan | None = _plan(wire, 0)[1]
+        plan: Plan | None = _plan(wire)[1]
     except _NotPlain:
         plan = None
     if len(_meta_cache) >= _META_CACHE_SIZE:
@@ -149,9 +165,9 @@ class LegBuilder:
         # copy_json otherwise.
         self._blob: bytes | None = None
         self._base_plan: Plan | None = None
-        self._base: JsonObject
+        self._base: JsonObject = own.copy()
         try:
-            self._base, self._base_plan = _plan(own, 0)
+            self._base_plan = _plan_into(own, self._base, 0)
         except _NotPlain:
             try:
                 self._blob, self._base = marshal.dumps((own, self._meta)), {}
@@ -193,9 +209,18 @@ class LegBuilder:
                 when it sent none (then the key is absent, C3; ``""`` is sent as ``""``).
         """
         base_plan, meta_plan = self._base_plan, self._meta_plan
-        if base_plan is not None and meta_plan is not None:  # _copies, inlined
-            params = _copy_planned(self._base, base_plan)
-            meta = _copy_planned(self._meta, meta_plan)
+        if base_plan is not None and meta_plan is not None:
+            # _copies, with the first level of each _copy_planned inlined.
+            base = self._base
+            params = base.copy()
+            for at, inner in base_plan:
+                item = base[at]
+                params[at] = _copy_planned(item, inner) if inner else item.copy()
+            wire = self._meta
+            meta = wire.copy()
+            for at, inner in meta_plan:
+                item = wire[at]
+                meta[at] = _copy_planned(item, inner) if inner else item.copy()
         else:
             params, meta = self._copies()
         if input_responses is not None:

@@ -43,6 +43,7 @@ from mrtr_core.wire.models import (
     Root,
     SamplingCapability,
 )
+from mrtr_core.wire.records import record_maker
 
 __all__ = [
     "converter",
@@ -269,6 +270,13 @@ def _require_str(params: JsonObject, key: str, path: str) -> str:
 
 
 _FORM_KEYS: Final = frozenset({"mode", "message", "requestedSchema"})
+# Built from values checked here: no __init__, no keyword dict (fields in order).
+_form_request: Final[Callable[[str, JsonObject, JsonObject], ElicitFormRequest]] = (
+    record_maker(ElicitFormRequest)
+)
+_input_required_result: Final[
+    Callable[[dict[str, InputRequest] | None, str | None, JsonObject | None], InputRequiredResult]
+] = record_maker(InputRequiredResult)
 _URL_KEYS: Final = frozenset({"mode", "message", "url"})
 
 
@@ -369,46 +377,57 @@ def structure_input_required(obj: Any, *, path: str = "result") -> InputRequired
     raw_requests = obj.get("inputRequests")
     state = obj.get("requestState")
     meta = obj.get("_meta")
-    if state is not None and not isinstance(state, str):
+    if state is not None and type(state) is not str and not isinstance(state, str):
         raise CodecError("requestState must be a string", path=f"{path}.requestState")
-    if meta is not None and not isinstance(meta, dict):
+    if meta is not None and type(meta) is not dict and not isinstance(meta, dict):
         raise CodecError("_meta must be an object", path=f"{path}._meta")
     requests: dict[str, InputRequest] | None = None
     if raw_requests is not None:
-        if not isinstance(raw_requests, dict):
+        if type(raw_requests) is not dict and not isinstance(raw_requests, dict):
             raise CodecError("inputRequests must be an object", path=f"{path}.inputRequests")
         requests = {}
         for key, value in raw_requests.items():
             # Fast path for the commonest entry, a well-formed form-mode elicitation: the
-            # same checks as _structure_elicit, on exact types. Anything it does not
-            # accept takes the full path, which gives every error (and its path).
-            if type(value) is dict and value.get("method") == ELICITATION_CREATE:
-                params = value.get("params")
-                if type(params) is dict:
-                    message = params.get("message")
-                    schema = params.get("requestedSchema")
-                    if (
-                        type(message) is str
-                        and params.get("mode", "form") == "form"
-                        and type(schema) is dict
-                        and schema.get("type") == "object"
-                        and type(schema.get("properties")) is dict
-                    ):
-                        requests[key] = ElicitFormRequest(
-                            message=message,
-                            requested_schema=schema,
-                            # message and requestedSchema are there: no other key?
-                            extra={} if len(params) == 2 + ("mode" in params) else {
-                                k: v for k, v in params.items() if k not in _FORM_KEYS
-                            },
-                        )
-                        continue
+            # same checks as _structure_elicit, on exact types, and the same model, built
+            # without __init__ (every field is given). Anything it does not accept takes
+            # the full path, which gives every error (and its path).
+            # (Subscripts, not .get: a missing key raises KeyError, which means "not this
+            # shape", and exact dicts have no __missing__.)
+            if type(value) is dict:
+                try:
+                    params = value["params"]
+                    if type(params) is dict and value["method"] == ELICITATION_CREATE:
+                        message = params["message"]
+                        schema = params["requestedSchema"]
+                        if (
+                            type(message) is str
+                            and type(schema) is dict
+                            and schema["type"] == "object"
+                            and type(schema["properties"]) is dict
+                        ):
+                            size = len(params)
+                            if size == 2:  # message and requestedSchema, nothing else
+                                requests[key] = _form_request(message, schema, {})
+                                continue
+                            if params.get("mode", "form") == "form":
+                                requests[key] = _form_request(
+                                    message,
+                                    schema,
+                                    {} if size == 3 and "mode" in params else {
+                                        k: v for k, v in params.items() if k not in _FORM_KEYS
+                                    },
+                                )
+                                continue
+                except KeyError:
+                    pass
             requests[key] = structure_input_request(value, path=f"{path}.inputRequests.{key}")
-    if not requests and state is None:
+        if not requests:
+            requests = None  # an empty map counts as absent (digest §5.2)
+    if requests is None and state is None:
         raise CodecError(
             "input_required result carries neither inputRequests nor requestState", path=path
         )
-    return InputRequiredResult(input_requests=requests or None, request_state=state, meta=meta)
+    return _input_required_result(requests, state, meta)
 
 
 def unstructure_input_required(result: InputRequiredResult) -> JsonObject:

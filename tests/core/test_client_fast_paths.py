@@ -6,6 +6,10 @@
   the general copiers. Either way every leg is a fresh deep copy.
 - A flow's verdicts on input request kinds are shared by the flows of the same
   capabilities and handled kinds.
+- ``answer_to_wire`` writes an exact ``ElicitResult`` of builtin values on its own; every
+  other answer, and every error, comes from the general check and the converter.
+- ``ClientFlow.handle`` and ``start`` check each input's usual state by identity before
+  the table: that state must be one the table accepts the input in.
 """
 
 from __future__ import annotations
@@ -17,15 +21,39 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from client_helpers import ALL_KINDS, META, Ids, form, invokes, irr, last_send, make_flow, ok
+from client_helpers import (
+    ACCEPT,
+    ALL_KINDS,
+    META,
+    Ids,
+    form,
+    invokes,
+    irr,
+    last_send,
+    make_flow,
+    ok,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr_core.client import ClientLimits, Fail, LegBuilder
-from mrtr_core.errors import CodecError, UnsupportedInputError
+from mrtr_core.client import (
+    ACCEPTS,
+    ClientFlow,
+    ClientLimits,
+    Fail,
+    FlowState,
+    HandlerReturned,
+    Input,
+    LegBuilder,
+    answer_to_wire,
+)
+from mrtr_core.client.retry import _elicit_to_wire, _Unusable
+from mrtr_core.errors import CodecError, LocalProtocolError, UnsupportedInputError
 from mrtr_core.wire import (
     ClientCapabilities,
     ElicitationCapability,
+    ElicitResult,
+    InputRequiredResult,
     RequestMeta,
     SamplingCapability,
     structure_input_request,
@@ -100,6 +128,10 @@ def form_like(draw: st.DrawFn) -> Any:
         entry["params"] = _Dict(params)
     elif shape == 3:
         entry = draw(SCALARS)
+    elif shape == 4:
+        del entry["method"]  # missing keys: the fast path's KeyError, the general error
+    elif shape == 5:
+        del entry["params"]
     return entry
 
 
@@ -230,3 +262,140 @@ def test_sampling_verdicts_depend_on_each_request() -> None:
         commands = flow.handle(ok(last_send(flow.start(0.0)).request_id,
                                   irr({"s": entry}, "st")), 1.0)
         assert bool(invokes(commands)) is ok_
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), form_like(), max_size=3),
+       st.one_of(st.none(), st.just("s"), st.just(""), st.integers(), st.just(["s"])),
+       st.one_of(st.none(), st.just({"m": 1}), st.just([1])))
+def test_a_result_reads_as_its_entries_read(entries: dict[str, Any], state: Any,
+                                            meta: Any) -> None:
+    """The whole result: entry by entry as the general reader, and its own checks."""
+    obj: dict[str, Any] = {"inputRequests": entries}
+    if state is not None:
+        obj["requestState"] = state
+    if meta is not None:
+        obj["_meta"] = meta
+    before = copy.deepcopy(obj)
+    try:
+        got: Any = structure_input_required(obj)
+    except CodecError as exc:
+        got = ("error", str(exc), exc.path)
+    assert obj == before
+    if state is not None and not isinstance(state, str):
+        assert got[0] == "error" and got[2] == "result.requestState"
+        assert "requestState must be a string" in got[1]
+        return
+    if meta is not None and not isinstance(meta, dict):
+        assert got[0] == "error" and got[2] == "result._meta"
+        assert "_meta must be an object" in got[1]
+        return
+    want: dict[str, Any] = {}
+    for key, value in entries.items():
+        try:
+            want[key] = structure_input_request(value, path=f"result.inputRequests.{key}")
+        except CodecError as exc:
+            assert got == ("error", str(exc), exc.path)  # the first bad entry's error
+            return
+    if not want and state is None:
+        assert isinstance(got, tuple) and "neither inputRequests" in got[1]
+        return
+    assert got == InputRequiredResult(input_requests=want or None, request_state=state,
+                                      meta=meta)
+    assert repr(got) == repr(InputRequiredResult(input_requests=want or None,
+                                                 request_state=state, meta=meta))
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+class _Bool(int):
+    """An int subclass: a valid number, but not an exact builtin type."""
+
+
+ELICIT_VALUES = st.one_of(
+    st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
+    st.lists(st.text(max_size=2), max_size=2),
+    st.lists(st.one_of(st.text(max_size=2), st.integers()), max_size=2),
+    st.builds(_Bool, st.integers(0, 1)), st.builds(_Str, st.text(max_size=2)),
+    st.none(), st.just({"x": 1}),
+)
+ELICIT_CONTENT = st.one_of(
+    st.none(),
+    st.dictionaries(st.one_of(st.text(max_size=3), st.builds(_Str, st.just("k"))),
+                    ELICIT_VALUES, max_size=3),
+    st.builds(_Dict, st.dictionaries(st.text(max_size=2), st.integers(), max_size=2)),
+    st.just([1]), st.just("text"),
+)
+
+
+def _reference(answer: Any) -> Any:
+    """The general check and the converter, without the inlined fast path."""
+    try:
+        return ("ok", _elicit_to_wire(answer))
+    except _Unusable as exc:
+        return ("error", f"answer for 'k' (elicitation/create): {exc}")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(["accept", "decline", "cancel", "nope", _Str("accept")]), ELICIT_CONTENT)
+def test_an_elicit_answer_is_written_as_the_general_writer_writes_it(action: Any,
+                                                                     content: Any) -> None:
+    answer = ElicitResult(action=action, content=content)
+    before = copy.deepcopy(content)
+    try:
+        got: Any = ("ok", answer_to_wire("elicitation/create", answer, key="k"))
+    except LocalProtocolError as exc:
+        got = ("error", str(exc))
+    want = _reference(answer)
+    assert got == want
+    if got[0] == "ok":
+        assert [type(v) for v in got[1].get("content", {}).values()] == [
+            type(v) for v in want[1].get("content", {}).values()]
+        assert not _shares_a_container(got[1], content)  # the answer's values are copied
+        assert json.loads(json.dumps(got[1])) == got[1]
+    assert content == before
+
+
+def test_an_elicit_answer_for_another_kind_is_refused() -> None:
+    with pytest.raises(LocalProtocolError, match="must be a CreateMessageResult"):
+        answer_to_wire("sampling/createMessage", ElicitResult(action="accept"), key="k")
+
+
+# --- state shortcuts -----------------------------------------------------------------------------
+
+
+def test_the_usual_states_checked_first_accept_their_inputs() -> None:
+    assert Input.START in ACCEPTS[FlowState.IDLE]
+    assert Input.RESPONSE in ACCEPTS[FlowState.AWAITING_RESPONSE]
+    assert Input.HANDLER_RETURNED in ACCEPTS[FlowState.AWAITING_HANDLERS]
+    # ... and are the only states that accept them, so the table decides the rest alone.
+    assert [s for s in FlowState if Input.START in ACCEPTS[s]] == [FlowState.IDLE]
+    assert [s for s in FlowState if Input.RESPONSE in ACCEPTS[s]] == [
+        FlowState.AWAITING_RESPONSE]
+    assert [s for s in FlowState if Input.HANDLER_RETURNED in ACCEPTS[s]] == [
+        FlowState.AWAITING_HANDLERS]
+
+
+def test_a_retry_refused_by_next_id_leaves_the_round_as_it_was() -> None:
+    """The last answer is taken back out when the retry's id cannot be drawn."""
+    drawn = [1, 1, 2]  # the second id repeats the first leg's: refused (C4)
+
+    def next_id() -> int:
+        return drawn.pop(0)
+
+    flow = ClientFlow("tools/call", {"name": "t"}, meta=META, handled_kinds=ALL_KINDS,
+                      next_id=next_id, limits=ClientLimits(pacing_jitter=0.0))
+    flow.start(0.0)
+    to_invoke = flow.handle(ok(1, irr({"a": form(), "b": form()}, "s")), 1.0)
+    assert [c.key for c in invokes(to_invoke)] == ["a", "b"]
+    assert flow.handle(HandlerReturned(key="a", answer=ACCEPT), 2.0) == []
+    with pytest.raises(LocalProtocolError, match="repeated"):
+        flow.handle(HandlerReturned(key="b", answer=ACCEPT), 3.0)
+    assert flow.state is FlowState.AWAITING_HANDLERS
+    assert flow.pending_keys == ("b",)
+    [_, _, send] = flow.handle(HandlerReturned(key="b", answer=ACCEPT), 4.0)
+    assert send.message["params"]["inputResponses"] == {
+        "a": {"action": "accept", "content": {"ok": True}},
+        "b": {"action": "accept", "content": {"ok": True}},
+    }
