@@ -22,8 +22,10 @@ Validation order (digest §3.5, after the transport's own parse and header check
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import marshal
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -147,8 +149,9 @@ class App:
         self._completer: Completer | None = None
         self._progress = ProgressBook()
         self._may_suspend: dict[Callable[..., Any], bool] = {}
-        # Request _meta read and accepted, by its marshal bytes (bounded, oldest first).
-        self._metas: dict[bytes, RequestMeta] = {}
+        # Request _meta read and accepted, by its marshal bytes (bounded, oldest first; an
+        # OrderedDict drops the oldest in O(1), a plain dict would scan for it).
+        self._metas: OrderedDict[bytes, RequestMeta] = OrderedDict()
 
     # --- registration ------------------------------------------------------------------
 
@@ -505,8 +508,8 @@ class App:
         if key is not None and len(key) <= _META_KEY_MAX:
             metas = self._metas
             if len(metas) >= _METAS_MAX:
-                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                    del metas[next(iter(metas))]
+                with contextlib.suppress(KeyError):  # (another thread emptied it meanwhile)
+                    metas.popitem(last=False)
             metas[key] = meta
         return meta
 
@@ -616,7 +619,9 @@ class App:
         notes = self._progress.open(run.context, params.meta.progress_token)
         return RunHandler(
             run=run,
-            invoke=lambda: call(run.context),
+            # partial objects, not lambdas: no Python frame of their own between the
+            # driver and the handler (nor in the traceback of every pending question).
+            invoke=functools.partial(call, run.context),
             request_id=msg.id,
             method=msg.method,
             target=params.target,
@@ -649,7 +654,7 @@ class App:
                                f"invalid arguments for tool {tool.name!r}: {problem}")
         return self._begin(
             msg, params, handler=tool.handler, single_use=tool.single_use, now=now,
-            principal=principal, call=lambda ctx: tool.handler(ctx, **arguments),
+            principal=principal, call=functools.partial(tool.handler, **arguments),
             finish=tool_result,
         )
 
@@ -668,7 +673,7 @@ class App:
         arguments = selected
         return self._begin(
             msg, params, handler=prompt.handler, single_use=prompt.single_use, now=now,
-            principal=principal, call=lambda ctx: prompt.handler(ctx, **arguments),
+            principal=principal, call=functools.partial(prompt.handler, **arguments),
             finish=prompt_result,
         )
 

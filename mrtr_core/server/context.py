@@ -439,10 +439,54 @@ class Context:
 
 
 _STRICT_ENCODE: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))
+_COPY_DEPTH: Final = 32  # deeper values (and cycles) take the encoder's way
+_COPY_BITS: Final = 4000  # longer integers too (the encoder limits their digits)
+_INFINITY: Final = float("inf")
+
+
+class _NotPlain(Exception):
+    """The value is not made of the plain JSON types only: round-trip it as text."""
 
 
 def _json_roundtrip(name: str, value: Any) -> Any:
+    """``value`` as it reads back from JSON text (tuples become lists); ``TypeError``
+    naming ``name`` when it is not JSON-able."""
+    try:
+        return _plain_copy(value, _COPY_DEPTH)
+    except _NotPlain:
+        pass
     try:
         return json.loads(_STRICT_ENCODE(value))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"value for {name!r} is not JSON-able: {exc}") from exc
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """What ``json.loads(json.dumps(value))`` gives, built directly, for values made only of
+    ``dict`` (``str`` keys), ``list``, ``tuple``, ``str``, ``int``, finite ``float``,
+    ``bool`` and ``None`` (exact types: subclasses may encode otherwise). A float's ``repr``
+    reads back as the same float, so the copy is equal value for value; anything else
+    raises :class:`_NotPlain` (the caller then takes the text round trip, errors included)."""
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is int:
+        if value.bit_length() > _COPY_BITS:
+            raise _NotPlain
+        return value
+    if kind is float:
+        if value != value or value == _INFINITY or value == -_INFINITY:
+            raise _NotPlain
+        return value
+    if depth <= 0:
+        raise _NotPlain
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain  # JSON writes other keys as strings: the encoder decides
+            out[key] = _plain_copy(item, depth - 1)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain_copy(item, depth - 1) for item in value]
+    raise _NotPlain

@@ -19,7 +19,11 @@ members, and questions of other kinds, are digested every time.
 
 On a miss the canonical text of the question is put together from the canonical text of its
 structured part (which the memo needs anyway) instead of encoding the question again: the
-members of these two shapes are few and fixed, so their sorted order is known.
+members of these two shapes are few and fixed, so their sorted order is known. That part
+text is itself remembered by the part's fingerprint (equal bytes, equal canonical JSON) for
+forms: a handler asks the same form of every operation with a message naming the operation,
+so the question is new but its schema is not (sampling messages carry the text that
+changes, so theirs is not kept).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import marshal
+from collections import OrderedDict
 from typing import Any, Final
 
 from mrtr_core import jsontext
@@ -78,13 +83,16 @@ class QuestionDigests:
         misses: Digests computed.
     """
 
-    __slots__ = ("_entries", "_max", "hits", "misses")
+    __slots__ = ("_entries", "_max", "_parts", "hits", "misses")
 
     def __init__(self, max_entries: int = _DEFAULT_SIZE) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
-        self._entries: dict[tuple[Any, ...], str] = {}
+        # Ordered: the oldest entry goes first in O(1) (a plain dict would scan the slots
+        # its deleted front entries left behind, on every eviction).
+        self._entries: OrderedDict[tuple[Any, ...], str] = OrderedDict()
+        self._parts: OrderedDict[bytes, str] = OrderedDict()  # fingerprint -> part's text
         self.hits = 0
         self.misses = 0
 
@@ -94,6 +102,7 @@ class QuestionDigests:
     def clear(self) -> None:
         """Forget every entry."""
         self._entries.clear()
+        self._parts.clear()
 
     def digest(self, request: InputRequest) -> tuple[str, JsonObject | None]:
         """``(digest, wire)`` of ``request``, the same as ``question_digest(wire)`` for
@@ -136,11 +145,17 @@ class QuestionDigests:
                 self.hits += 1
                 return found, None
         self.misses += 1
-        try:
-            part_text = _CANONICAL(part)
-        except (TypeError, ValueError):  # not JSON: the usual path raises as it always did
-            wire = unstructure_input_request(request)
-            return digest_json(wire), wire
+        # Only form schemas repeat across questions often enough to be worth keeping.
+        part_key = fingerprint if key[0] == "form" else None
+        part_text = None if part_key is None else self._parts.get(part_key)
+        if part_text is None:
+            try:
+                part_text = _CANONICAL(part)
+            except (TypeError, ValueError):  # not JSON: the usual path raises as it always did
+                wire = unstructure_input_request(request)
+                return digest_json(wire), wire
+            if part_key is not None:
+                _remember(self._parts, part_key, part_text, self._max)
         if key[0] == "form":
             text = _FORM_HEAD + _STRING(key[1]) + _FORM_MID + part_text + _TAIL
         else:
@@ -150,12 +165,16 @@ class QuestionDigests:
             text += _TAIL
         digest = _digest_text(text)
         if fingerprint is not None:
-            if len(entries) >= self._max:
-                # (Another thread may have changed the memo meanwhile: then skip.)
-                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
-                    del entries[next(iter(entries))]
-            entries[key] = digest
+            _remember(entries, key, digest, self._max)
         return digest, None
+
+
+def _remember(table: OrderedDict[Any, str], key: Any, value: str, most: int) -> None:
+    """``table[key] = value``, the oldest entry going first when ``table`` is full."""
+    if len(table) >= most:
+        with contextlib.suppress(KeyError):  # (another thread emptied it)
+            table.popitem(last=False)
+    table[key] = value
 
 
 SHARED_DIGESTS: Final = QuestionDigests()

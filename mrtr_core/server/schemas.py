@@ -17,9 +17,11 @@ and gives the error messages. So a fast "valid" is the only answer that does not
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import numbers
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -412,8 +414,10 @@ class SchemaCache:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
-        self._by_key: dict[str, CompiledSchema] = {}
-        self._by_content: dict[str | bytes, CompiledSchema] = {}
+        # Ordered: the oldest entry goes first in O(1) (a plain dict would scan the slots
+        # its deleted front entries left behind, on every eviction).
+        self._by_key: OrderedDict[str, CompiledSchema] = OrderedDict()
+        self._by_content: OrderedDict[str | bytes, CompiledSchema] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._by_content)
@@ -453,8 +457,9 @@ def _content_key(schema: Any) -> str | bytes:
 
 
 def _put(
-    entries: dict[Any, CompiledSchema], key: str | bytes, value: CompiledSchema, limit: int
+    entries: OrderedDict[Any, CompiledSchema], key: str | bytes, value: CompiledSchema, limit: int
 ) -> None:
     if len(entries) >= limit:
-        del entries[next(iter(entries))]
+        with contextlib.suppress(KeyError):  # (another thread emptied it)
+            entries.popitem(last=False)
     entries[key] = value

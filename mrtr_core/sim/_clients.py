@@ -160,17 +160,27 @@ class ClientSide(RunState):
         else:
             assert flow.flow is not None
             deadline = flow.flow.deadline
-            if deadline is not None and deadline != flow.timer_at:
+            # One wake-up at a time per flow, the earliest: a deadline that moved later is
+            # left to the pending wake-up, which finds it early and waits again (_timer).
+            if deadline is not None and (flow.timer_at is None or deadline < flow.timer_at):
                 flow.timer_at = deadline
                 self.sched.at(deadline, self._timer, flow)
 
     def _timer(self, flow: Flow) -> None:
+        """A flow's wake-up: feed ``TimerFired`` at its deadline, never before it."""
         if flow.done or flow.flow is None:
             return
+        now = self.sched.now
+        if flow.timer_at == now:
+            flow.timer_at = None  # the earliest wake-up is this one (a later one may remain)
         deadline = flow.flow.deadline
-        if deadline is None or self.sched.now < deadline:
+        if deadline is None:
             return
-        flow.timer_at = None
+        if now < deadline:
+            if flow.timer_at is None or deadline < flow.timer_at:
+                flow.timer_at = deadline
+                self.sched.at(deadline, self._timer, flow)
+            return
         self._feed(flow, TimerFired())
 
     def _check_pacing(self, flow: Flow) -> None:

@@ -8,7 +8,7 @@ of issued states (S9-S12).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mrtr_core.app import Reply
 from mrtr_core.sim import invariants as inv
@@ -18,6 +18,8 @@ from mrtr_core.sim.transcript import describe_message, short_token
 from mrtr_core.state.errors import STATE_REJECTED_MESSAGE
 
 __all__ = ["ServerSide"]
+
+_PASS_THROUGH: Final = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
 class ServerSide(RunState):
@@ -126,7 +128,7 @@ class ServerSide(RunState):
         except Exception as exc:
             reply = app.complete(step, now, raised=exc)
         except BaseException as exc:  # the engine's control flow (a pending question)
-            if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+            if isinstance(exc, _PASS_THROUGH):
                 raise
             reply = app.complete(step, now, raised=exc)
         else:

@@ -264,3 +264,54 @@ def test_a_question_changed_between_rounds_is_asked_again() -> None:
         second = run.finish(T0, raised=exc)
     assert isinstance(second, NeedsInput) and second.keys == ("confirm",)
     assert second.result["inputRequests"]["confirm"]["params"]["message"] == wording[0]
+
+
+# --- the part memo and eviction order ---------------------------------------------------------
+
+
+def test_a_new_question_with_a_known_schema_reuses_the_schema_text() -> None:
+    """Operations ask the same form with their own message: every one is a miss with its
+    own, computed digest, while the schema's canonical text is written once."""
+    memo = QuestionDigests()
+    for i in range(20):
+        question = form(f"op-{i}: deploy?", note=str, ok=bool)
+        assert memoised(memo, question) == computed(question)
+        prompt = sample(f"op-{i}: summarise", 64, system_prompt="be brief")
+        assert memoised(memo, prompt) == computed(prompt)
+    assert (memo.hits, memo.misses) == (0, 40)
+    # The schema's text is kept once; sampling messages (which change) are not kept.
+    assert len(memo._parts) == 1
+
+
+@SAME
+@given(st.lists(st.tuples(text, schemas), min_size=1, max_size=6))
+def test_schema_text_from_the_part_memo_gives_the_computed_digest(
+    asked: list[tuple[str, dict[str, Any]]],
+) -> None:
+    memo = QuestionDigests()
+    for message, schema in asked:
+        for suffix in ("", " again", " once more"):  # new questions, the same schema
+            question = ElicitFormRequest(message=message + suffix, requested_schema=schema)
+            assert memoised(memo, question) == computed(question)
+
+
+def test_the_part_memo_is_bounded_and_cleared_with_the_memo() -> None:
+    memo = QuestionDigests(max_entries=4)
+    for i in range(30):
+        question = form(f"question {i}", **{f"field{i}": bool})
+        assert memoised(memo, question) == computed(question)
+    assert len(memo) == 4 and len(memo._parts) == 4
+    memo.clear()
+    assert len(memo) == 0 and len(memo._parts) == 0
+
+
+def test_the_memo_forgets_its_oldest_entries_first() -> None:
+    memo = QuestionDigests(max_entries=3)
+    for i in range(6):
+        memo.digest(form(f"question {i}", ok=bool))
+    hits = memo.hits
+    for i in (3, 4, 5):  # the newest three are kept
+        memo.digest(form(f"question {i}", ok=bool))
+    assert memo.hits == hits + 3
+    memo.digest(form("question 0", ok=bool))  # the oldest went
+    assert memo.hits == hits + 3

@@ -257,3 +257,13 @@ def test_schema_cache_refuses_a_schema_that_is_not_json_as_before() -> None:
     compiled = cache.get({"type": Text("string")})  # not marshallable: found by its JSON text
     assert cache.get({"type": Text("string")}) is compiled
     assert compiled.is_valid("x") and not compiled.is_valid(1)
+
+
+def test_schema_cache_forgets_its_oldest_entries_first() -> None:
+    cache = SchemaCache(max_entries=3)
+    compiled = [cache.get({"type": "string", "maxLength": n}, f"k{n}") for n in range(6)]
+    for n in (3, 4, 5):  # the newest three are kept, under their keys and by content
+        assert cache.get({"type": "integer"}, f"k{n}") is compiled[n]
+        assert cache.get({"type": "string", "maxLength": n}) is compiled[n]
+    assert cache.get({"type": "string", "maxLength": 0}, "k0") is not compiled[0]  # gone
+    assert len(cache) == 3

@@ -262,3 +262,25 @@ def test_a_fault_that_is_off_spends_its_draws_like_one_that_never_fires() -> Non
     assert quiet == run(on_but_silent)
     counters = quiet[1]
     assert counters.lost == counters.duplicated == counters.delayed == counters.crashes == 0
+
+
+def test_a_flow_keeps_one_wake_up_at_a_time() -> None:
+    """A deadline that moves later is left to the wake-up already queued (which waits
+    again when it comes early), so a three-round flow queues one or two wake-ups, not one
+    per deadline change. Counted in events (1 start, 6 deliveries, 3 handlers, timers)."""
+    flows = 200
+    report = Simulation(1, flows=flows, workload=ReferenceWorkload(mix=(1.0, 0.0, 0.0)),
+                        shrink=False).run()
+    assert report.ok, report.summary()
+    assert report.outcomes == {"completed": flows}
+    assert report.events <= 12 * flows  # one wake-up per deadline change took 15
+
+
+def test_wake_ups_that_come_early_still_time_out_at_exactly_the_deadline() -> None:
+    """Handlers too slow for handler_timeout and legs lost on the way: every timeout fires
+    at its own deadline (the TIME_LIMIT invariant measures leg timeouts to the microsecond)
+    although the wake-ups queued for earlier deadlines come first."""
+    report = Simulation(5, flows=150, faults=Faults(handler=0.6, loss=0.3)).run()
+    assert report.ok, report.summary()
+    labels = " ".join(report.outcomes)
+    assert "LegTimeoutError" in labels and "HandlerTimeoutError" in labels
