@@ -321,6 +321,33 @@ def _response(obj: dict[str, Any]) -> Response:
     return Response(id=rid, error=error, raw=obj)
 
 
+_ABSENT: Final = object()
+
+
+def _common(obj: Any) -> Message | None:
+    """The well-formed common shapes, classified with the fewest lookups: a request with a
+    string or integer ``id`` and object (or no) ``params``, or a result response with such
+    an ``id``. ``None`` for anything else, which the full checks then classify (or refuse)."""
+    if type(obj) is not dict or obj.get("jsonrpc") != _VERSION:
+        return None
+    rid = obj.get("id")
+    if type(rid) is not str and type(rid) is not int:
+        return None
+    method = obj.get("method", _ABSENT)
+    if method is _ABSENT:
+        if "error" in obj or "result" not in obj:
+            return None
+        return Response(id=rid, result=obj["result"], raw=obj)
+    if type(method) is not str or not method:
+        return None
+    params = obj.get("params", _ABSENT)
+    if params is _ABSENT:
+        return Request(id=rid, method=method, params=None, raw=obj)
+    if type(params) is not dict:
+        return None
+    return Request(id=rid, method=method, params=params, raw=obj)
+
+
 def parse_message(obj: Any) -> Message:
     """Classify a decoded JSON value as a request, notification or response.
 
@@ -328,6 +355,9 @@ def parse_message(obj: Any) -> Message:
         InvalidRequestError: Not an object (a batch is refused by name), wrong ``jsonrpc``,
             a bad ``id``/``method``/``params``, or a malformed response.
     """
+    common = _common(obj)
+    if common is not None:
+        return common
     msg = _check_object(obj)
     if "method" in msg:
         return _request_or_notification(msg)

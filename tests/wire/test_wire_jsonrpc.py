@@ -6,6 +6,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mrtr_core import jsonrpc
 from mrtr_core.errors import JsonRpcError, LocalProtocolError, RemoteProtocolError
@@ -153,3 +155,43 @@ def test_encode_escapes_lone_surrogates():
 def test_encode_refuses_what_json_cannot_carry(value):
     with pytest.raises(LocalProtocolError):
         jsonrpc.encode({"v": value})
+
+
+# --- the quick check for common shapes ------------------------------------------------------
+
+_IDS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(max_size=3),
+    st.floats(allow_nan=False),
+    st.lists(st.integers(), max_size=1),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+)
+_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0", 2.0, None]),
+        "id": _IDS,
+        "method": st.one_of(st.sampled_from(["", "ping", "tools/call"]), _IDS),
+        "params": st.one_of(st.dictionaries(st.text(max_size=2), st.integers(), max_size=2), _IDS),
+        "result": _IDS,
+        "error": st.one_of(st.fixed_dictionaries({"code": _IDS, "message": _IDS}), _IDS),
+    },
+)
+
+
+def _classify(obj: object) -> object:
+    try:
+        return jsonrpc.parse_message(obj)
+    except jsonrpc.MessageError as exc:
+        return (type(exc).__name__, str(exc), exc.request_id)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.one_of(_FIELDS, _IDS))
+def test_jsonrpc_common_shapes_classify_as_the_full_checks_do(obj: object) -> None:
+    fast = _classify(obj)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonrpc, "_common", lambda obj: None)
+        assert _classify(obj) == fast
