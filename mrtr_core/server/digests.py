@@ -48,7 +48,9 @@ from mrtr_core.wire.models import (
 
 __all__ = ["SHARED_DIGESTS", "QuestionDigests", "question_digest"]
 
-_DEFAULT_SIZE: Final = 4096
+# Small on purpose: a server keeps nothing per operation between rounds (digest §2.1), and
+# questions that name their operation never repeat, so a large memo would only hold them.
+_DEFAULT_SIZE: Final = 256
 _CANONICAL: Final = jsontext.canonical
 _STRING: Final = json.encoder.encode_basestring_ascii  # how the canonical encoder writes str
 _MARSHAL_FORMAT: Final = 2  # the newest format without back-references
