@@ -1,5 +1,9 @@
 """Streamable HTTP client transport for asyncio: a small pool of keep-alive connections.
 
+Each connection is an :class:`asyncio.Protocol`: the bytes the event loop delivers are fed
+to :class:`~mrtr_core.http.HttpClientConnection` (framing, limits and every check) right
+away, and the request's future is resolved as soon as its response is complete.
+
 Example::
 
     async with HttpTransport("http://127.0.0.1:8000/mcp") as transport:
@@ -12,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 from mrtr_core.http import (
     NEED_DATA,
@@ -28,28 +32,113 @@ from mrtr_core.http import (
 __all__ = ["HttpTransport"]
 
 JsonObject = dict[str, Any]
-_READ_SIZE = 65536
+_Answer: TypeAlias = ResponseReceived | NotificationAccepted
 
 
-class _Connection:
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        http: HttpClientConnection,
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; at most one request outstanding (:attr:`waiter`).
+
+    Bytes are fed to :attr:`http` only while a request is outstanding, and the events are
+    processed as they arrive (so every limit of ``HttpClientConfig`` applies as bytes come
+    in, and nothing else is buffered). Bytes that arrive with no request outstanding make
+    the connection unusable: they can belong to no answer.
+    """
+
+    def __init__(self, http: HttpClientConnection) -> None:
         self.http = http
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[_Answer] | None = None
         self.used = False
+        self.ended = False  # the server sent EOF, or the connection was lost
+        self.error: Exception | None = None  # why the connection was lost, if it broke
+        self.stray = False  # bytes came with no request outstanding
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            self.stray = True
+            return
+        self.http.receive_data(data)
+        self._advance(waiter)
+
+    def eof_received(self) -> bool:
+        self._end(None)
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end(exc)
+
+    # -- the request --------------------------------------------------------------------------
 
     def usable(self) -> bool:
+        transport = self.transport
         return (
-            self.http.ready and not self.reader.at_eof() and not self.writer.transport.is_closing()
+            self.http.ready
+            and not self.ended
+            and not self.stray
+            and transport is not None
+            and not transport.is_closing()
         )
 
     def abort(self) -> None:
-        self.writer.transport.abort()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def start(self, data: bytes, waiter: asyncio.Future[_Answer]) -> None:
+        """Send a request's bytes; ``waiter`` gets its final event (or the failure)."""
+        assert self.transport is not None
+        self.waiter = waiter
+        self.transport.write(data)
+        if self.ended:
+            self._finish_at_end(waiter)  # lost before the request was sent
+
+    def _advance(self, waiter: asyncio.Future[_Answer]) -> None:
+        """Process what ``http`` has buffered; resolve ``waiter`` when the answer is in."""
+        http = self.http
+        try:
+            while True:
+                event = http.next_event()
+                if event is NEED_DATA:
+                    return
+                if isinstance(event, ResponseReceived | NotificationAccepted):
+                    self.waiter = None
+                    waiter.set_result(event)
+                    return
+                # NotificationReceived: request-related notifications are not a transport's
+                # concern
+        except Exception as exc:
+            self.waiter = None
+            waiter.set_exception(exc)
+
+    def _end(self, exc: Exception | None) -> None:
+        if exc is not None and self.error is None:
+            self.error = exc
+        if self.ended:
+            return
+        self.ended = True
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            self._finish_at_end(waiter)
+
+    def _finish_at_end(self, waiter: asyncio.Future[_Answer]) -> None:
+        """The connection ended with ``waiter`` outstanding: its answer or its failure."""
+        if self.error is not None:
+            self.waiter = None
+            waiter.set_exception(self.error)
+            return
+        self.http.receive_data(b"")
+        self._advance(waiter)
+        if not waiter.done():  # pragma: no cover - h11 never needs data after the end
+            self.waiter = None
+            waiter.set_exception(
+                ServerDisconnectedError("server closed the connection", response_started=True)
+            )
 
 
 class HttpTransport:
@@ -120,15 +209,16 @@ class HttpTransport:
 
     # -- internals ---------------------------------------------------------------------------
 
-    async def _exchange(
-        self, message: Mapping[str, Any]
-    ) -> ResponseReceived | NotificationAccepted:
+    async def _exchange(self, message: Mapping[str, Any]) -> _Answer:
         async with self._slots:
+            loop = asyncio.get_running_loop()
             for attempt in range(2):
-                conn = await self._checkout()
+                conn = self._idle_connection() or await self._connect()
                 retry_ok = conn.used and attempt == 0
+                waiter: asyncio.Future[_Answer] = loop.create_future()
                 try:
-                    event = await self._roundtrip(conn, message)
+                    conn.start(conn.http.send_request(message), waiter)
+                    event = await waiter
                 except ServerDisconnectedError as exc:
                     conn.abort()
                     if retry_ok and not exc.response_started:
@@ -142,7 +232,7 @@ class HttpTransport:
                 except BaseException:
                     conn.abort()
                     raise
-                if conn.http.ready and not self._closed:
+                if not self._closed and conn.usable():
                     conn.used = True
                     self._idle.append(conn)
                 else:
@@ -150,37 +240,25 @@ class HttpTransport:
                 return event
             raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _checkout(self) -> _Connection:
+    def _idle_connection(self) -> _Connection | None:
+        """A kept-alive connection still usable, if any (the others are closed)."""
         if self._closed:
             raise ConnectionError("transport is closed")
-        while self._idle:
-            conn = self._idle.pop()
+        idle = self._idle
+        while idle:
+            conn = idle.pop()
             if conn.usable():
                 return conn
             conn.abort()
-        reader, writer = await asyncio.open_connection(
+        return None
+
+    async def _connect(self) -> _Connection:
+        http = HttpClientConnection(self.endpoint, self.config, param_headers=self.param_headers)
+        _, conn = await asyncio.get_running_loop().create_connection(
+            lambda: _Connection(http),
             self.endpoint.host,
             self.endpoint.port,
             ssl=self._ssl,
             server_hostname=self.endpoint.host if self._ssl is not None else None,
         )
-        return _Connection(
-            reader,
-            writer,
-            HttpClientConnection(self.endpoint, self.config, param_headers=self.param_headers),
-        )
-
-    async def _roundtrip(
-        self, conn: _Connection, message: Mapping[str, Any]
-    ) -> ResponseReceived | NotificationAccepted:
-        writer = conn.writer
-        writer.write(conn.http.send_request(message))
-        if writer.transport.get_write_buffer_size():
-            await writer.drain()  # only when the socket did not take it all at once
-        while True:
-            event = conn.http.next_event()
-            if event is NEED_DATA:
-                conn.http.receive_data(await conn.reader.read(_READ_SIZE))
-            elif isinstance(event, ResponseReceived | NotificationAccepted):
-                return event
-            # NotificationReceived: request-related notifications are not a transport's concern
+        return conn
