@@ -34,7 +34,7 @@ from mrtr_core.server.context import (
 from mrtr_core.server.digests import SHARED_DIGESTS, QuestionDigests
 from mrtr_core.server.engine import Completed, HandlerSpec, NeedsInput, Run, ServerEngine
 from mrtr_core.server.limits import ServerLimits
-from mrtr_core.server.schemas import CompiledSchema, SchemaCache, compile_predicate
+from mrtr_core.server.schemas import CompiledSchema, SchemaCache
 
 __all__ = [
     "SHARED_DIGESTS",
@@ -55,7 +55,6 @@ __all__ = [
     "ServerLimits",
     "accepted",
     "cancelled",
-    "compile_predicate",
     "content",
     "declined",
     "form",
