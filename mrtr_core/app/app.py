@@ -58,8 +58,7 @@ from mrtr_core.errors import (
 from mrtr_core.jsonrpc import MessageError, Notification, Request, parse_request
 from mrtr_core.server import Completed, HandlerSpec, NeedsInput, ServerEngine, ServerLimits
 from mrtr_core.state import StateCodec
-from mrtr_core.wire.converter import META_SERVER_INFO
-from mrtr_core.wire.fast import read_params, read_request_meta
+from mrtr_core.wire.converter import META_SERVER_INFO, structure_params, structure_request_meta
 from mrtr_core.wire.models import (
     CALL_TOOL,
     GET_PROMPT,
@@ -496,7 +495,7 @@ class App:
                 if found is not None:
                     return found
         try:
-            meta = read_request_meta(raw)
+            meta = structure_request_meta(raw)
         except CodecError as exc:
             raise JsonRpcError(INVALID_PARAMS, f"invalid request _meta: {exc}") from None
         if meta.protocol_version not in SUPPORTED_VERSIONS:
@@ -594,7 +593,7 @@ class App:
     def _params(self, msg: Request, meta: RequestMeta) -> MrtrParams:
         # ``meta`` was read from these params by _check_meta: it is not read twice.
         try:
-            return read_params(msg.method, msg.params, meta=meta)
+            return structure_params(msg.method, msg.params, meta=meta)
         except CodecError as exc:
             raise JsonRpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
 

@@ -546,7 +546,7 @@ class ClientFlow:
         request_id = self._draw_id()
         message = self._legs.build(request_id, None, None)
         self._flow_deadline = flow_deadline
-        return self._commit_leg(request_id, message, now, _T_SENT_FIRST, state_only=False)
+        return self._commit_leg(request_id, message, now, _T_SENT_FIRST, False)
 
     def handle(self, event: ClientEvent, now: float) -> list[ClientCommand]:
         """Feed one fact; returns the commands to carry out, in order.
@@ -627,7 +627,7 @@ class ClientFlow:
         if len(wire) < len(self._pending):
             for key in wire:
                 del self._pending[key]
-            self._go(_T_ANSWERED)
+            self._state = TRANSITIONS[self._state, _T_ANSWERED]
             return []
         return self._finish_round(wire, now, _T_ROUND_ANSWERED, _T_ANSWERED_TOO_LATE)
 
@@ -668,7 +668,7 @@ class ClientFlow:
         if result_type == RESULT_TYPE_COMPLETE:
             self._outstanding = None
             self._result = result
-            self._go(_T_COMPLETED)
+            self._state = TRANSITIONS[self._state, _T_COMPLETED]
             return [_complete(result, self._rounds)]
         if result_type != RESULT_TYPE_INPUT_REQUIRED:
             return self._reject(
@@ -703,7 +703,8 @@ class ClientFlow:
             self._streak += 1
             self._wake_at = now + delay
             self._commit_result(result)
-            self._go(_T_RESUMED_STATE_ONLY if resumed else _T_STATE_ONLY)
+            trigger = _T_RESUMED_STATE_ONLY if resumed else _T_STATE_ONLY
+            self._state = TRANSITIONS[self._state, trigger]
             return [_input_needed(round_no, result)]
         self._streak = 0
         # _commit_result, inlined.
@@ -717,7 +718,8 @@ class ClientFlow:
         commands: list[ClientCommand] = [_input_needed(round_no, result)]
         if self._manual:
             commands.append(AwaitAnswers(round=round_no, result=result))
-            self._go(_T_RESUMED_WITH_INPUT_MANUAL if resumed else _T_INPUT_REQUIRED_MANUAL)
+            trigger = _T_RESUMED_WITH_INPUT_MANUAL if resumed else _T_INPUT_REQUIRED_MANUAL
+            self._state = TRANSITIONS[self._state, trigger]
             return commands
         # C1: every entry is fulfilled, all at once.
         timeout = self._limits.handler_timeout
@@ -727,7 +729,8 @@ class ClientFlow:
         invoke = _invoke_handler
         for key, request in requests.items():
             append(invoke(key, request, deadline))
-        self._go(_T_RESUMED_WITH_INPUT if resumed else _T_INPUT_REQUIRED)
+        trigger = _T_RESUMED_WITH_INPUT if resumed else _T_INPUT_REQUIRED
+        self._state = TRANSITIONS[self._state, trigger]
         return commands
 
     def _check_input_required(self, result: InputRequiredResult, now: float) -> MrtrError | None:
@@ -817,7 +820,7 @@ class ClientFlow:
         self._answers[key] = wire
         if len(pending) > 1:
             del pending[key]
-            self._go(_T_HANDLER_RETURNED)
+            self._state = TRANSITIONS[self._state, _T_HANDLER_RETURNED]
             return []
         return self._finish_round((key,), now, _T_ROUND_FULFILLED, _T_UNUSABLE_ANSWER)
 
@@ -864,7 +867,7 @@ class ClientFlow:
             message = self._legs.build(request_id, None, self._last_result.request_state)
             return self._commit_leg(request_id, message, now, _T_PACING_ELAPSED,
                                     state_only=True)
-        self._go(_T_TIMER_EARLY)
+        self._state = TRANSITIONS[self._state, _T_TIMER_EARLY]
         return []
 
     # --- helpers ---------------------------------------------------------------------------
@@ -898,8 +901,7 @@ class ClientFlow:
         fulfilled = _round_fulfilled(self._rounds, keys)
         self._answers = {}
         self._pending = {}
-        return self._commit_leg(request_id, message, now, sent, state_only=False,
-                                notice=fulfilled)
+        return self._commit_leg(request_id, message, now, sent, False, fulfilled)
 
     def _draw_id(self) -> RequestId:
         """The next leg's id from ``next_id``, checked; changes nothing in the flow."""
@@ -921,7 +923,6 @@ class ClientFlow:
         message: JsonObject,
         now: float,
         trigger: Trigger,
-        *,
         state_only: bool,
         notice: RoundFulfilled | None = None,
     ) -> list[ClientCommand]:
@@ -934,7 +935,7 @@ class ClientFlow:
         self._leg_deadline = None if timeout is None else now + timeout
         self._handler_deadline = None
         self._wake_at = None
-        self._go(trigger)
+        self._state = TRANSITIONS[self._state, trigger]
         started = _round_started(rounds, request_id, state_only)
         send = _send_request(request_id, self._method, message)
         if notice is None:
@@ -967,7 +968,7 @@ class ClientFlow:
         self._pending = {}
         self._answers = {}
         self._error = error
-        self._go(trigger)
+        self._state = TRANSITIONS[self._state, trigger]
         commands.append(Fail(error=error))
         return commands
 
@@ -985,10 +986,6 @@ class ClientFlow:
     def _accept(self, kind: Input) -> None:
         if kind not in ACCEPTS[self._state]:
             raise LocalProtocolError(f"{kind.value} is not expected while {self._state.name}")
-
-    def _go(self, trigger: Trigger) -> None:
-        # Every transition passes here (tests/core/test_client_states.py records them).
-        self._state = TRANSITIONS[self._state, trigger]
 
     def _tick(self, now: float) -> None:
         kind = type(now)

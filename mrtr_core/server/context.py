@@ -41,8 +41,7 @@ from mrtr_core.server.capabilities import (
 )
 from mrtr_core.server.carried import Recorded
 from mrtr_core.server.digests import SHARED_DIGESTS, question_digest
-from mrtr_core.wire.converter import unstructure_input_request
-from mrtr_core.wire.fast import read_input_response
+from mrtr_core.wire.converter import structure_input_response, unstructure_input_request
 from mrtr_core.wire.models import (
     INPUT_REQUEST_KINDS,
     ClientCapabilities,
@@ -324,7 +323,7 @@ class Context:
         if recorded is not None and recorded.digest == digest:
             answer = self._structured.get(key)
             if answer is None:
-                answer = read_input_response(recorded.kind, recorded.data)
+                answer = structure_input_response(recorded.kind, recorded.data)
                 self._structured[key] = answer
             return answer
         if recorded is None and key in self._offered:

@@ -59,8 +59,11 @@ from mrtr_core.server.schemas import SchemaCache
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.codec import StateCodec
 from mrtr_core.state.errors import StateRejectedError
-from mrtr_core.wire.converter import unstructure_input_request
-from mrtr_core.wire.fast import read_input_response, unstructure_input_response
+from mrtr_core.wire.converter import (
+    structure_input_response,
+    unstructure,
+    unstructure_input_request,
+)
 from mrtr_core.wire.models import (
     ELICITATION_CREATE,
     READ_RESOURCE,
@@ -292,13 +295,13 @@ class ServerEngine:
     def _read_answer(self, key: str, question: Asked, value: Any) -> tuple[InputResponse, Recorded]:
         path = f"inputResponses.{key}"
         try:
-            answer = read_input_response(question.kind, value, path=path)
+            answer = structure_input_response(question.kind, value, path=path)
         except CodecError as exc:
             raise _invalid_params(
                 f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
             ) from exc
         self._check_schema(key, question, answer)
-        return answer, Recorded(question.digest, question.kind, unstructure_input_response(answer))
+        return answer, Recorded(question.digest, question.kind, unstructure(answer))
 
     def _check_schema(self, key: str, question: Asked, answer: InputResponse) -> None:
         # S18: elicitation answers should match the requested schema.

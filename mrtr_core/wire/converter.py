@@ -446,18 +446,37 @@ def unstructure_input_required(result: InputRequiredResult) -> JsonObject:
 
 # --- params -------------------------------------------------------------------------------------
 
-_PARAM_KEYS = {"_meta", "inputResponses", "requestState"}
+_PARAM_KEYS: Final = frozenset({"_meta", "inputResponses", "requestState"})
+_NAMED_KEYS: Final = _PARAM_KEYS | {"name", "arguments"}
+_URI_KEYS: Final = _PARAM_KEYS | {"uri"}
 
 
-def structure_params(method: str, obj: Any, *, path: str = "params") -> MrtrParams:
+def _extra(obj: JsonObject, known: frozenset[str]) -> JsonObject:
+    """The members of ``obj`` outside ``known`` (kept on the model, written back as they came)."""
+    if len(obj) <= len(known) and known.issuperset(obj):
+        return {}
+    return {key: value for key, value in obj.items() if key not in known}
+
+
+def structure_params(
+    method: str, obj: Any, *, meta: RequestMeta | None = None, path: str = "params"
+) -> MrtrParams:
     """Read the params of ``tools/call``, ``prompts/get`` or ``resources/read``.
 
     ``inputResponses`` values stay raw: only the server knows which kind each key answers.
     An ``inputResponses`` of ``null`` counts as absent.
+
+    Args:
+        method: The request's method.
+        obj: The request's params.
+        meta: ``structure_request_meta(obj["_meta"])``, when the caller has already read it
+            (a server checks ``_meta`` before anything else); read here otherwise.
+        path: Where ``obj`` sits, for error messages.
     """
     if not isinstance(obj, dict):
         raise CodecError("params must be an object", path=path)
-    meta = structure_request_meta(obj.get("_meta"), path=f"{path}._meta")
+    if meta is None:
+        meta = structure_request_meta(obj.get("_meta"), path=f"{path}._meta")
     responses = obj.get("inputResponses")
     if responses is not None and not isinstance(responses, dict):
         raise CodecError("inputResponses must be an object", path=f"{path}.inputResponses")
@@ -469,9 +488,9 @@ def structure_params(method: str, obj: Any, *, path: str = "params") -> MrtrPara
         arguments = obj.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise CodecError("arguments must be an object", path=f"{path}.arguments")
-        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"name", "arguments"}}
         return CallToolParams(name=name, meta=meta, arguments=arguments,
-                              input_responses=responses, request_state=state, extra=extra)
+                              input_responses=responses, request_state=state,
+                              extra=_extra(obj, _NAMED_KEYS))
     if method == GET_PROMPT:
         name = _require_str(obj, "name", path)
         arguments = obj.get("arguments")
@@ -480,14 +499,13 @@ def structure_params(method: str, obj: Any, *, path: str = "params") -> MrtrPara
             or not all(isinstance(v, str) for v in arguments.values())
         ):
             raise CodecError("arguments must map names to strings", path=f"{path}.arguments")
-        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"name", "arguments"}}
         return GetPromptParams(name=name, meta=meta, arguments=arguments,
-                               input_responses=responses, request_state=state, extra=extra)
+                               input_responses=responses, request_state=state,
+                               extra=_extra(obj, _NAMED_KEYS))
     if method == READ_RESOURCE:
         uri = _require_str(obj, "uri", path)
-        extra = {k: v for k, v in obj.items() if k not in _PARAM_KEYS | {"uri"}}
         return ReadResourceParams(uri=uri, meta=meta, input_responses=responses,
-                                  request_state=state, extra=extra)
+                                  request_state=state, extra=_extra(obj, _URI_KEYS))
     raise CodecError(f"method {method!r} does not carry MRTR params", path=path)
 
 
