@@ -20,8 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
 import attrs
-
-from mrtr_cli.terminal import leave_signals_to_main_thread
+from mrtr_sync.threads import leave_signals_to_main_thread
 
 __all__ = ["Backend", "Balancer", "Hop"]
 

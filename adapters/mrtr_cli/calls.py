@@ -24,7 +24,7 @@ from mrtr_cli.progress import RoundReporter
 from mrtr_cli.render import print_result
 from mrtr_cli.safe import clean, plain
 from mrtr_cli.schema import FormAnswerError, FormSchemaError
-from mrtr_cli.terminal import TurnClock, Turns, leave_signals_to_main_thread
+from mrtr_cli.terminal import TurnClock, Turns
 from mrtr_core.client.commands import InputNeeded
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import (
@@ -106,8 +106,8 @@ def build_client(
     """
     turns = Turns()
 
+    # The client's handler threads leave Ctrl-C to the main thread (mrtr_sync.threads).
     def handler(request: Any, key: str, cancel: threading.Event) -> Any:
-        leave_signals_to_main_thread()  # Ctrl-C must wake the main thread (see there)
         return inputs.answer(key, request, turns=turns, cancel=cancel)
 
     def notice(cmd: object) -> None:

@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
+from mrtr_sync.threads import leave_signals_to_main_thread
+
 from mrtr_cli.serve import READY_PREFIX
-from mrtr_cli.terminal import leave_signals_to_main_thread
 from mrtr_core.errors import MrtrError
 
 __all__ = ["InstanceError", "ServerProcess", "serve_argv"]

@@ -28,10 +28,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
+from mrtr_sync.threads import leave_signals_to_main_thread
 from rich.console import Console
 
 from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value
-from mrtr_cli.terminal import leave_signals_to_main_thread
 from mrtr_core.app import App
 from mrtr_core.errors import MrtrError
 

@@ -17,34 +17,22 @@ timed out, interrupted) never leaves the command blocked on the terminal.
 from __future__ import annotations
 
 import contextlib
-import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from mrtr_sync.clock import SystemClock
+from mrtr_sync.threads import leave_signals_to_main_thread
 
 from mrtr_core.errors import MrtrError
 
-__all__ = ["InputAbandoned", "TurnClock", "Turns", "leave_signals_to_main_thread", "pending_reads"]
+__all__ = ["InputAbandoned", "TurnClock", "Turns", "pending_reads"]
 
 T = TypeVar("T")
 
 # Reader threads blocked on the terminal right now (see Turns.read).
 _readers: set[threading.Thread] = set()
 _readers_lock = threading.Lock()
-
-
-def leave_signals_to_main_thread() -> None:
-    """Block SIGINT and SIGTERM in the calling (non-main) thread.
-
-    Python runs signal handlers in the main thread only, and a signal the kernel hands to
-    another thread does not wake the main thread from a blocking wait: Ctrl-C would go
-    unnoticed while the main thread waits for the inputs. Threads that read the terminal or
-    answer inputs call this, so such signals reach the main thread.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def pending_reads() -> int:
@@ -171,7 +159,7 @@ class Turns:
 
         def run() -> None:
             try:
-                leave_signals_to_main_thread()
+                leave_signals_to_main_thread()  # Ctrl-C must wake the waiting main thread
                 result: tuple[bool, object] = (True, read())
             except BaseException as exc:  # handed to the waiting input below
                 result = (False, exc)

@@ -9,7 +9,9 @@ on cancellation the client cancels handlers that have not started yet, sets the 
 event of those that accept one (a keyword parameter named ``cancel``), and stops waiting for
 the rest; whatever they return later is ignored. Pool threads are joined when the
 interpreter exits, so a handler that never returns (blocked on a terminal, say) should
-watch its ``cancel`` event.
+watch its ``cancel`` event. Pool threads block SIGINT and SIGTERM (see
+:mod:`mrtr_sync.threads`): Ctrl-C reaches the main thread, which is waiting in the call, and
+ends the call (its handlers are cancelled) with ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
@@ -270,9 +272,15 @@ class _Handlers:
         cancel: threading.Event | None = None
         if fn is not None and _takes_cancel(fn):
             cancel = self._cancel_events[cmd.key] = threading.Event()
-        future = self._executor.submit(_invoke, fn, cmd, cancel)
+        # The handler's future is ours and recorded before the pool sees the work: an
+        # exception (Ctrl-C) raised inside or right after ``submit`` cannot leave a handler
+        # running that :meth:`close` does not know of and cancel.
+        future: Future[Any] = Future()
+        self.running[cmd.key] = future  # first: close() cancels what it finds here
         self._submitted.append(future)
-        self.running[cmd.key] = future
+        work = self._executor.submit(_run, future, fn, cmd, cancel)
+        # Work the pool drops unrun (``Client.close`` from another thread) ends the handler.
+        work.add_done_callback(lambda work: future.cancel() if work.cancelled() else None)
 
     def pop_done(self) -> ClientEvent | None:
         """The outcome of the first finished handler, in invocation order."""
@@ -307,6 +315,20 @@ class _Handlers:
         self._client._release(self._workers - len(abandoned))
         for future in abandoned:
             future.add_done_callback(lambda _: self._client._release(1))
+
+
+def _run(
+    future: Future[Any], fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event | None
+) -> None:
+    """Run one handler in a pool thread unless it was cancelled first; settle its future."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        answer = _invoke(fn, cmd, cancel)
+    except BaseException as exc:
+        future.set_exception(exc)
+    else:
+        future.set_result(answer)
 
 
 def _invoke(fn: Handler | None, cmd: InvokeHandler, cancel: threading.Event | None) -> Any:

@@ -14,6 +14,8 @@ from collections.abc import Collection
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
+from mrtr_sync.threads import leave_signals_to_main_thread
+
 __all__ = ["Clock", "SystemClock"]
 
 
@@ -29,7 +31,11 @@ class Clock(Protocol):
         ...
 
     def executor(self, max_workers: int) -> Executor:
-        """A new pool to run one call's handlers in (shut down by the client)."""
+        """A new pool to run handlers in (shut down by the client).
+
+        Its threads should leave SIGINT and SIGTERM to the main thread (pass
+        :func:`~mrtr_sync.threads.leave_signals_to_main_thread` as the pool's initializer).
+        """
         ...
 
     def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:
@@ -54,9 +60,11 @@ class SystemClock:
             time.sleep(seconds)
 
     def executor(self, max_workers: int) -> Executor:
-        """A ``ThreadPoolExecutor`` with named threads."""
+        """A ``ThreadPoolExecutor`` with named threads that block SIGINT and SIGTERM."""
         return concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_workers, thread_name_prefix="mrtr-handler"
+            max_workers=max_workers,
+            thread_name_prefix="mrtr-handler",
+            initializer=leave_signals_to_main_thread,
         )
 
     def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:

@@ -1,7 +1,9 @@
 """Serve an :class:`~mrtr_core.app.App` over Streamable HTTP with blocking sockets.
 
 One thread accepts connections, one thread serves each connection (its requests one after
-another, as HTTP/1.1 does). Framing and every transport check happen in
+another, as HTTP/1.1 does); both leave SIGINT and SIGTERM to the main thread (see
+:mod:`mrtr_sync.threads`), so a process serving in the background stops on the first
+signal even while its main thread sleeps. Framing and every transport check happen in
 :class:`~mrtr_core.http.HttpServerConnection`; this module only moves bytes, keeps the
 timers, and runs handlers.
 
@@ -34,6 +36,7 @@ from mrtr_core.http import (
     MessageReceived,
 )
 from mrtr_sync.stdio_server import run_step
+from mrtr_sync.threads import signal_safe_thread
 
 __all__ = ["HttpServer", "PrincipalOf", "serve_http"]
 
@@ -97,10 +100,12 @@ class HttpServer:
         return f"http://{host}:{self.port}{self.config.path}"
 
     def start(self) -> HttpServer:
-        """Accept connections in a background thread; returns ``self``."""
-        self._accept_thread = threading.Thread(
-            target=self.serve_forever, name=f"mrtr-http-{self.port}", daemon=True
-        )
+        """Accept connections in a background thread; returns ``self``.
+
+        That thread, and each connection's, blocks SIGINT and SIGTERM (they reach the main
+        thread; see :mod:`mrtr_sync.threads`).
+        """
+        self._accept_thread = signal_safe_thread(self.serve_forever, name=f"mrtr-http-{self.port}")
         self._accept_thread.start()
         return self
 
@@ -153,9 +158,7 @@ class HttpServer:
             if self._stopping or len(self._conns) >= self.max_connections:
                 sock.close()
                 return
-            thread = threading.Thread(
-                target=self._serve_connection, args=(sock,), name="mrtr-http-conn", daemon=True
-            )
+            thread = signal_safe_thread(self._serve_connection, sock, name="mrtr-http-conn")
             self._conns[sock] = thread
         thread.start()
 
@@ -235,6 +238,9 @@ def serve_http(
     max_connections: int = 256,
 ) -> HttpServer:
     """Bind and start serving ``app`` in the background; stop with ``server.shutdown()``.
+
+    The serving threads leave SIGINT and SIGTERM to the main thread, which may simply wait
+    (``time.sleep``, ``Event.wait``) with its signal handlers in place.
 
     See :class:`HttpServer` for the arguments.
     """

@@ -26,6 +26,7 @@ from mrtr_core.stdio import (
     StdioClientConnection,
     cancelled_notification,
 )
+from mrtr_sync.threads import signal_safe_thread
 
 __all__ = ["StdioTransport"]
 
@@ -44,7 +45,8 @@ class StdioTransport:
     """The sync :class:`~mrtr_sync.Transport` over a stdio server subprocess (digest §3.4).
 
     Requests from several threads interleave on the one pipe; a reader thread routes each
-    response to the request with its id. When the process dies (or writes something that is
+    response to the request with its id (it leaves SIGINT and SIGTERM to the main thread, see
+    :mod:`mrtr_sync.threads`). When the process dies (or writes something that is
     not an MCP message to stdout) every request in flight fails with a typed error.
 
     Args:
@@ -71,9 +73,7 @@ class StdioTransport:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._failure: MrtrError | None = None
-        self._reader = threading.Thread(
-            target=self._read_loop, name="mrtr-stdio-reader", daemon=True
-        )
+        self._reader = signal_safe_thread(self._read_loop, name="mrtr-stdio-reader")
         self._reader.start()
 
     @classmethod

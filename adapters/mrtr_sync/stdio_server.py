@@ -1,7 +1,8 @@
 """Serve an :class:`~mrtr_core.app.App` over stdio with blocking reads (digest §3.4).
 
 Lines are read from stdin and each request is answered in a worker thread, so requests may
-interleave; responses are written to stdout one whole line at a time. The server returns at
+interleave; responses are written to stdout one whole line at a time. The worker threads
+leave SIGINT and SIGTERM to the main thread (see :mod:`mrtr_sync.threads`). The server returns at
 end of input after the requests in flight are answered.
 
 Example (the body of a server script)::
@@ -32,6 +33,7 @@ from mrtr_core.stdio import (
     StdioServerConnection,
     encode_line,
 )
+from mrtr_sync.threads import signal_safe_thread
 
 __all__ = ["run_step", "serve_stdio"]
 
@@ -152,7 +154,7 @@ def serve_stdio(
                     changed.notify_all()
 
     for _ in range(max_workers):
-        threading.Thread(target=worker, name="mrtr-stdio-worker", daemon=True).start()
+        signal_safe_thread(worker, name="mrtr-stdio-worker").start()
     try:
         while True:
             event = conn.next_event()

@@ -24,6 +24,8 @@ from typing import Any
 
 import attrs
 
+from mrtr_sync.threads import leave_signals_to_main_thread
+
 __all__ = ["VirtualClock", "VirtualDeadlockError"]
 
 
@@ -152,7 +154,9 @@ class VirtualClock:
     def _finished(self, future: Future[Any]) -> None:
         with self._cond:
             for park in list(self._parked):
-                if any(f is future for f in park.futures):
+                # The work may have settled futures of its own (the client's handler futures)
+                # before its pool future: a waiter on any done future wakes.
+                if any(f is future or f.done() for f in park.futures):
                     self._wake(park)
             self._busy -= 1
             if self._failure is None:
@@ -166,7 +170,11 @@ class _TrackedExecutor(concurrent.futures.ThreadPoolExecutor):
     """A ``ThreadPoolExecutor`` that counts each submitted work item as a participant."""
 
     def __init__(self, clock: VirtualClock, max_workers: int) -> None:
-        super().__init__(max_workers=max_workers, thread_name_prefix="mrtr-virtual")
+        super().__init__(
+            max_workers=max_workers,
+            thread_name_prefix="mrtr-virtual",
+            initializer=leave_signals_to_main_thread,
+        )
         self._clock = clock
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:

@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -180,47 +180,6 @@ def test_load_app_reports_what_is_wrong(tmp_path: Path) -> None:
         load_app(f"{bad}:other")
 
 
-def _ephemeral_ports() -> range:
-    """The ports the kernel hands out for outgoing connections and for port 0."""
-    try:
-        low, high = (int(v) for v in
-                     Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    return range(low, high + 1)
-
-
-def consecutive_free_ports(count: int) -> int:
-    """The first of ``count`` consecutive ports free on 127.0.0.1, below the ephemeral range.
-
-    Ports from the ephemeral range (what a bind to port 0 returns) are handed to outgoing
-    connections and to other servers at any moment, so one free now may be taken before the
-    workers bind it; ports below that range are only taken by servers that ask for them by
-    number. The search starts at a place that depends on this process, so two test runs at
-    once start at different ports.
-    """
-    ephemeral = _ephemeral_ports()
-    first, last = 10_000, min(ephemeral.start, 65_536) - count
-    assert last > first, f"no ports below the ephemeral range {ephemeral}"
-    span = last - first
-    start = first + (os.getpid() * 7919) % span
-    for step in range(0, span, count):
-        base = first + (start - first + step) % span
-        sockets = []
-        try:
-            for offset in range(count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", base + offset))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise AssertionError("no consecutive free ports")
-
-
 def answers_file(tmp_path: Path) -> Path:
     path = tmp_path / "answers.json"
     path.write_text(json.dumps({"confirm_deploy": {"confirm": True},
@@ -228,10 +187,12 @@ def answers_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_serve_workers_run_on_consecutive_ports_and_stop_together(tmp_path: Path) -> None:
+def test_serve_workers_run_on_consecutive_ports_and_stop_together(
+    tmp_path: Path, free_ports: Callable[..., int]
+) -> None:
     ring = tmp_path / "ring.json"
     write_ring(ring, new_ring_data())
-    base = consecutive_free_ports(2)
+    base = free_ports(2)
     argv = [*serve_argv("examples/deploy.py:app", port=base, keys=ring), "--workers", "2"]
     parent = ServerProcess("workers", argv, log=tmp_path / "serve.log", cwd=ROOT)
     try:
@@ -253,10 +214,12 @@ def test_serve_workers_run_on_consecutive_ports_and_stop_together(tmp_path: Path
             assert probe.connect_ex(("127.0.0.1", port)) != 0, "worker still listening"
 
 
-def test_serve_workers_stop_at_once_when_one_cannot_listen(tmp_path: Path) -> None:
+def test_serve_workers_stop_at_once_when_one_cannot_listen(
+    tmp_path: Path, free_ports: Callable[..., int]
+) -> None:
     ring = tmp_path / "ring.json"
     write_ring(ring, new_ring_data())
-    base = consecutive_free_ports(2)
+    base = free_ports(2)
     with socket.create_server(("127.0.0.1", base + 1)):  # the second worker's port is taken
         argv = [*serve_argv("examples/deploy.py:app", port=base, keys=ring), "--workers", "2"]
         parent = ServerProcess("workers", argv, log=tmp_path / "serve.log", cwd=ROOT)

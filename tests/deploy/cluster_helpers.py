@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -24,40 +22,6 @@ def ensure_installed(binary: str, setup: Sequence[str]) -> str:
         found = shutil.which(binary) or f"/usr/sbin/{binary}"
     assert Path(found).exists(), f"{binary} could not be installed"
     return found
-
-
-def _ephemeral_ports() -> range:
-    """The ports the kernel hands out for outgoing connections and for port 0."""
-    try:
-        low, high = (int(v) for v in
-                     Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    return range(low, high + 1)
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 now, below the ephemeral range (for nginx, which cannot
-    report the port it got).
-
-    A port from the ephemeral range (what a bind to port 0 returns) can be handed to an
-    outgoing connection or another server before nginx binds it; ports below that range are
-    only taken by servers that ask for them by number. The search starts at a place that
-    depends on this process, so two test runs at once start at different ports.
-    """
-    first, last = 10_000, min(_ephemeral_ports().start, 65_536) - 1
-    assert last > first, "no ports below the ephemeral range"
-    span = last - first
-    start = (os.getpid() * 7919) % span
-    for step in range(span):
-        port = first + (start + step) % span
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise AssertionError("no free port")
 
 
 class Watched:

@@ -12,14 +12,14 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
-from cluster_helpers import ROOT, Watched, ensure_installed, free_port
+from cluster_helpers import ROOT, Watched, ensure_installed
 from mrtr_cli.keys import new_ring_data, write_ring
 from mrtr_cli.nginx import NginxConfig, nginx_command, write_nginx_conf
 from mrtr_cli.processes import ServerProcess, serve_argv
@@ -52,7 +52,9 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, redis_url: str) -> Iterator[Cluster]:
+def cluster(
+    tmp_path: Path, redis_url: str, free_ports: Callable[..., int]
+) -> Iterator[Cluster]:
     nginx = ensure_installed("nginx", ["scripts/setup_nginx.sh"])
     started: list[Any] = []
     try:
@@ -70,7 +72,7 @@ def cluster(tmp_path: Path, redis_url: str) -> Iterator[Cluster]:
         upstreams = [url.split("/")[2] for url in
                      (instance.wait_ready(START_TIMEOUT) for instance in instances)]
 
-        port = free_port()
+        port = free_ports()  # nginx cannot report the port it got
         config = NginxConfig(upstreams=tuple(upstreams), listen=f"127.0.0.1:{port}",
                              prefix=str(tmp_path / "nginx"), error_log="stderr notice",
                              user="root" if os.geteuid() == 0 else None)

@@ -1,0 +1,60 @@
+"""Fixtures shared across the test directories: free ports for servers that cannot report theirs."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def _ephemeral_ports() -> range:
+    """The ports the kernel hands out for outgoing connections and for port 0."""
+    try:
+        low, high = (int(v) for v in
+                     Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+def _consecutive_free_ports(count: int = 1) -> int:
+    """The first of ``count`` consecutive ports free on 127.0.0.1 now, below the ephemeral
+    range.
+
+    Ports from the ephemeral range (what a bind to port 0 returns) are handed to outgoing
+    connections and to other servers at any moment, so one free now may be taken before the
+    server that needs it binds it; ports below that range are only taken by servers that ask
+    for them by number. The search starts at a place that depends on this process, so two
+    test runs at once start at different ports.
+    """
+    ephemeral = _ephemeral_ports()
+    first, last = 10_000, min(ephemeral.start, 65_536) - count
+    assert last > first, f"no ports below the ephemeral range {ephemeral}"
+    span = last - first
+    start = first + (os.getpid() * 7919) % span
+    for step in range(0, span, count):
+        base = first + (start - first + step) % span
+        sockets = []
+        try:
+            for offset in range(count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", base + offset))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise AssertionError("no free ports")
+
+
+@pytest.fixture
+def free_ports() -> Callable[..., int]:
+    """``free_ports(count=1)``: the first of ``count`` consecutive ports free on 127.0.0.1,
+    below the ephemeral range (for servers told their port by number: nginx, ``serve
+    --workers``)."""
+    return _consecutive_free_ports
