@@ -13,12 +13,9 @@ the call goes on. Failures leave the group as the flow's typed error, never as a
 from __future__ import annotations
 
 import asyncio
-import collections
-import inspect
-import itertools
 import random as _random
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Unpack
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mrtr_asyncio.transport import Transport
 from mrtr_core.client.commands import (
@@ -32,15 +29,12 @@ from mrtr_core.client.commands import (
 )
 from mrtr_core.client.driver import (
     NOTICES,
-    CallOptions,
-    ClientBase,
-    InputRequired,
-    prompt_params,
-    resource_params,
-    tool_params,
+    AsyncClientBase,
+    HandlerOutcome,
+    HandlerRuns,
+    transport_failed,
 )
 from mrtr_core.client.events import (
-    CancelRequested,
     ClientEvent,
     HandlerFailed,
     HandlerReturned,
@@ -49,7 +43,7 @@ from mrtr_core.client.events import (
 )
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import MrtrError, TransportError
+from mrtr_core.errors import MrtrError
 from mrtr_core.wire.models import PROTOCOL_VERSION, ClientCapabilities, Implementation, JsonObject
 
 __all__ = ["BROKEN", "Client", "Handler"]
@@ -63,7 +57,11 @@ BROKEN = (OSError, EOFError, asyncio.IncompleteReadError)
 DEFAULT_CLIENT_INFO = Implementation(name="mrtr-asyncio", version="0.1.0")
 
 
-class Client(ClientBase[Handler]):
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+class Client(AsyncClientBase[Handler]):
     """An asyncio MRTR client over one :class:`~mrtr_asyncio.transport.Transport`.
 
     Handlers are ``handler(request, key)``, async or plain, returning the typed answer
@@ -100,60 +98,9 @@ class Client(ClientBase[Handler]):
         )
         self.transport = transport
 
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """``tools/call``; returns the final ``CallToolResult`` dict (options: :meth:`request`)."""
-        return await self.request(*tool_params(name, arguments), **options)
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """``prompts/get``; returns the final ``GetPromptResult`` dict."""
-        return await self.request(*prompt_params(name, arguments), **options)
-
-    async def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> JsonObject:
-        """``resources/read``; returns the final ``ReadResourceResult`` dict."""
-        return await self.request(*resource_params(uri), **options)
-
-    async def request(
-        self, method: str, params: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """Run one request through as many rounds as the server needs; return its result.
-
-        Any method works; only ``tools/call``, ``prompts/get`` and ``resources/read`` may go
-        past one leg. Options: :class:`~mrtr_core.client.driver.CallOptions`.
-
-        Raises:
-            MrtrError: the typed failure (round limit, a timeout, a handler failure, a
-                JSON-RPC error, a broken transport, ...).
-            InputRequired: manual mode, when a round needs input.
-        """
-        flow = self.new_flow(method, params, **options)
-        return await self._drive(flow, flow.start(_now()))
-
-    async def resume(
-        self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
-    ) -> JsonObject:
-        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
-
-        The wait for the answers counts against the flow's budget when ``pending`` was
-        raised on this event loop (the same clock); saved data carries the budget it had
-        left.
-        """
-        now = _now()
-        flow = self.restore_flow(pending, now, asyncio.get_running_loop())
-        return await self._drive(flow, flow.answer(answers, now))
-
-    async def aclose(self) -> None:
-        """Close the transport."""
-        await self.transport.aclose()
-
-    async def __aenter__(self) -> Client:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    # The clock of every deadline, and what identifies it (the event loop).
+    _now = staticmethod(_now)
+    _clock = staticmethod(asyncio.get_running_loop)
 
     # --- the driver -------------------------------------------------------------------------
 
@@ -211,7 +158,7 @@ class Client(ClientBase[Handler]):
                     try:
                         response = await self.transport.request(send.message)
                     except BROKEN as exc:
-                        raise _broken(flow, exc, _now()) from exc
+                        raise transport_failed(flow, exc, _now()) from exc
                     return ResponseReceived(message=response)
                 if run.running:
                     return await run.next_outcome()
@@ -224,82 +171,35 @@ class Client(ClientBase[Handler]):
         return TimerFired()
 
 
-def _now() -> float:
-    return asyncio.get_running_loop().time()
-
-
-def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
-    """End the flow after a transport failure; only this call fails."""
-    last = None
-    for cmd in flow.handle(CancelRequested(reason=exc), now):
-        if isinstance(cmd, Fail):
-            last = getattr(cmd.error, "last_result", None)
-    return TransportError(exc, last_result=last)
-
-
-class _Handlers:
-    """The handlers of one call: a plain function runs at once (it would hold the event loop
-    in a task of its own just the same); an awaitable answer is awaited in a task."""
+class _Handlers(HandlerRuns[asyncio.Task[None]]):
+    """The handlers of one call; an awaitable answer is awaited in a task of ``group``."""
 
     def __init__(self, client: Client, group: asyncio.TaskGroup) -> None:
-        self._client = client
+        super().__init__(client)
         self._group = group
-        self._outcomes: asyncio.Queue[tuple[int, ClientEvent]] | None = None
-        self._tokens = itertools.count()
-        self.running: dict[str, tuple[int, asyncio.Task[None] | None]] = {}
-        self.finished: collections.deque[tuple[int, ClientEvent]] = collections.deque()
+        self._outcomes: asyncio.Queue[tuple[int, HandlerOutcome]] | None = None
 
-    def start(self, cmd: InvokeHandler) -> None:
-        token = next(self._tokens)
-        fn = self._client.handlers.for_kind(cmd.request.method)
-        event: ClientEvent
-        try:
-            if fn is None:
-                raise LookupError(f"no handler for {cmd.request.method}")
-            value = fn(cmd.request, cmd.key)
-        except Exception as exc:  # a handler's failure is a fact for the flow
-            event = HandlerFailed(key=cmd.key, error=exc)
-        else:
-            if inspect.isawaitable(value):
-                if self._outcomes is None:
-                    self._outcomes = asyncio.Queue()
-                task = self._group.create_task(
-                    self._run(value, cmd, token, self._outcomes), name=f"mrtr-handler-{cmd.key}"
-                )
-                self.running[cmd.key] = (token, task)
-                return
-            event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
-        self.running[cmd.key] = (token, None)
-        self.finished.append((token, event))
+    def _launch(self, value: Awaitable[object], cmd: InvokeHandler, token: int) -> None:
+        if self._outcomes is None:
+            self._outcomes = asyncio.Queue()
+        task = self._group.create_task(
+            self._run(value, cmd, token, self._outcomes), name=f"mrtr-handler-{cmd.key}"
+        )
+        self.running[cmd.key] = (token, task)
 
     async def _run(
         self,
         value: Awaitable[object],
         cmd: InvokeHandler,
         token: int,
-        outcomes: asyncio.Queue[tuple[int, ClientEvent]],
+        outcomes: asyncio.Queue[tuple[int, HandlerOutcome]],
     ) -> None:
-        event: ClientEvent
+        event: HandlerOutcome
         try:
             event = HandlerReturned(key=cmd.key, answer=await value)  # type: ignore[arg-type]
         except Exception as exc:  # a handler's failure is a fact for the flow
             event = HandlerFailed(key=cmd.key, error=exc)
         outcomes.put_nowait((token, event))
-
-    def _current(self, token: int, event: ClientEvent) -> bool:
-        entry = self.running.get(event.key)  # type: ignore[union-attr]
-        if entry is not None and entry[0] == token:
-            del self.running[event.key]  # type: ignore[union-attr]
-            return True
-        return False
-
-    def pop_finished(self) -> ClientEvent | None:
-        """The next outcome of a plain-function handler still expected (stale ones dropped)."""
-        while self.finished:
-            token, event = self.finished.popleft()
-            if self._current(token, event):
-                return event
-        return None
 
     async def next_outcome(self) -> ClientEvent:
         """The next outcome of a handler task still running (stale ones are dropped)."""

@@ -22,8 +22,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from mrtr_asyncio.stdio_server import internal_error_reply, run_step
 from mrtr_core.app import App, Reply, RunHandler
+from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
     NEED_DATA,
     ConnectionEnded,
@@ -37,7 +37,7 @@ __all__ = ["HttpServer", "PrincipalOf", "serve_http"]
 PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
+_PASS_THROUGH = (*EXITS, asyncio.CancelledError)
 
 
 class HttpServer:
@@ -296,7 +296,10 @@ class _Connection(asyncio.Protocol):
         if not isinstance(step, RunHandler):
             return step
         if step.may_suspend or step.run.claim is not None:
-            self._start(event, run_step(server.app, step, clock=server.clock, guard=server.guard))
+            pending = run_step(
+                server.app, step, clock=server.clock, guard=server.guard, pass_through=_PASS_THROUGH
+            )
+            self._start(event, pending)
             return None
         # A plain function: run it here, as the event loop would in a task of its own.
         try:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
+
+from mrtr_core.testing.memory import AsyncMemoryTransport
 
 __all__ = ["MemoryTransport", "Transport"]
 
@@ -29,39 +28,13 @@ class Transport(Protocol):
         ...
 
 
-class MemoryTransport:
+class MemoryTransport(AsyncMemoryTransport):
     """Hands each request to ``handler`` (request dict -> response dict, sync or async).
 
-    Messages pass through JSON text both ways, as on a real wire. ``latency`` (seconds, or a
-    function of the request) is slept with ``asyncio.sleep`` after the handler answered, so
-    on a :class:`~mrtr_asyncio.testing.VirtualEventLoop` it costs virtual time only. A
-    handler that raises ``OSError`` simulates a broken connection; so does any request after
-    :meth:`aclose`.
+    See :class:`~mrtr_core.testing.memory.AsyncMemoryTransport`. ``latency`` is slept with
+    ``asyncio.sleep``, so on a :class:`~mrtr_asyncio.testing.VirtualEventLoop` it costs
+    virtual time only; a request after :meth:`aclose` raises ``ConnectionError``.
     """
 
-    def __init__(
-        self,
-        handler: Callable[[JsonObject], JsonObject | Awaitable[JsonObject]],
-        *,
-        latency: float | Callable[[JsonObject], float] = 0.0,
-    ) -> None:
-        self._handler = handler
-        self._latency = latency
-        self._closed = False
-
-    async def request(self, message: JsonObject) -> JsonObject:
-        """Answer one request (see the class docstring)."""
-        if self._closed:
-            raise ConnectionError("transport is closed")
-        wire = json.loads(json.dumps(message))
-        response = self._handler(wire)
-        if inspect.isawaitable(response):
-            response = await response
-        delay = self._latency(wire) if callable(self._latency) else self._latency
-        if delay > 0:
-            await asyncio.sleep(delay)
-        return json.loads(json.dumps(response))  # type: ignore[no-any-return]
-
-    async def aclose(self) -> None:
-        """Refuse further requests."""
-        self._closed = True
+    _closed_error = ConnectionError
+    _sleep = staticmethod(asyncio.sleep)

@@ -40,9 +40,9 @@ from mrtr_core.client.driver import (
     prompt_params,
     resource_params,
     tool_params,
+    transport_failed,
 )
 from mrtr_core.client.events import (
-    CancelRequested,
     ClientEvent,
     HandlerFailed,
     HandlerReturned,
@@ -51,7 +51,7 @@ from mrtr_core.client.events import (
 )
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import MrtrError, TransportError
+from mrtr_core.errors import MrtrError
 from mrtr_core.wire.models import PROTOCOL_VERSION, ClientCapabilities, Implementation, JsonObject
 from mrtr_sync.clock import Clock, SystemClock
 from mrtr_sync.transport import Transport
@@ -233,7 +233,7 @@ class Client(ClientBase[Handler]):
             except TimeoutError:
                 return TimerFired()
             except (OSError, EOFError) as exc:
-                raise _broken(flow, exc, self.clock.now()) from exc
+                raise transport_failed(flow, exc, self.clock.now()) from exc
             return ResponseReceived(message=response)
         if run.running:
             self.clock.wait(run.running.values(), deadline)
@@ -242,15 +242,6 @@ class Client(ClientBase[Handler]):
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
         self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
         return TimerFired()
-
-
-def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
-    """End the flow after a transport failure; only this call fails."""
-    last = None
-    for cmd in flow.handle(CancelRequested(reason=exc), now):
-        if isinstance(cmd, Fail):
-            last = getattr(cmd.error, "last_result", None)
-    return TransportError(exc, last_result=last)
 
 
 class _Handlers:

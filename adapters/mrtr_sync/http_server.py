@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, RunHandler
-from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.http import (
     NEED_DATA,
     ConnectionEnded,
@@ -218,10 +217,7 @@ class HttpServer:
                 return run_step(self.app, step, clock=self.clock, guard=self.guard)
             return step
         except Exception as exc:  # a bug in the app must not take the connection down
-            error = jsonrpc.error_response(
-                event.request_id, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
-            )
-            return Reply(message=error, status=500)
+            return internal_error_reply(event.request_id, exc)
 
 
 def serve_http(

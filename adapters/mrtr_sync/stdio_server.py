@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, RunHandler, run_inline
-from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
 from mrtr_core.stdio import (
     CANCELLED,
@@ -125,12 +125,7 @@ def serve_stdio(
             else:
                 reply = step
         except Exception as exc:
-            reply = Reply(
-                message=jsonrpc.error_response(
-                    rid, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
-                ),
-                status=500,
-            )
+            reply = internal_error_reply(rid, exc)
         with changed:
             if rid in cancelled:
                 return  # the client cancelled it: no response (cancellation.mdx)

@@ -12,13 +12,10 @@ never as an ``ExceptionGroup``.
 
 from __future__ import annotations
 
-import collections
-import inspect
-import itertools
 import math
 import random as _random
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Unpack
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -33,15 +30,12 @@ from mrtr_core.client.commands import (
 )
 from mrtr_core.client.driver import (
     NOTICES,
-    CallOptions,
-    ClientBase,
-    InputRequired,
-    prompt_params,
-    resource_params,
-    tool_params,
+    AsyncClientBase,
+    HandlerOutcome,
+    HandlerRuns,
+    transport_failed,
 )
 from mrtr_core.client.events import (
-    CancelRequested,
     ClientEvent,
     HandlerFailed,
     HandlerReturned,
@@ -50,7 +44,7 @@ from mrtr_core.client.events import (
 )
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import MrtrError, TransportError
+from mrtr_core.errors import MrtrError
 from mrtr_core.wire.models import PROTOCOL_VERSION, ClientCapabilities, Implementation, JsonObject
 from mrtr_trio.transport import Transport
 
@@ -65,7 +59,7 @@ BROKEN = (OSError, EOFError, trio.BrokenResourceError, trio.ClosedResourceError)
 DEFAULT_CLIENT_INFO = Implementation(name="mrtr-trio", version="0.1.0")
 
 
-class Client(ClientBase[Handler]):
+class Client(AsyncClientBase[Handler]):
     """A trio MRTR client over one :class:`~mrtr_trio.transport.Transport`.
 
     Handlers are ``handler(request, key)``, async or plain, returning the typed answer
@@ -102,60 +96,9 @@ class Client(ClientBase[Handler]):
         )
         self.transport = transport
 
-    async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """``tools/call``; returns the final ``CallToolResult`` dict (options: :meth:`request`)."""
-        return await self.request(*tool_params(name, arguments), **options)
-
-    async def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """``prompts/get``; returns the final ``GetPromptResult`` dict."""
-        return await self.request(*prompt_params(name, arguments), **options)
-
-    async def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> JsonObject:
-        """``resources/read``; returns the final ``ReadResourceResult`` dict."""
-        return await self.request(*resource_params(uri), **options)
-
-    async def request(
-        self, method: str, params: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
-    ) -> JsonObject:
-        """Run one request through as many rounds as the server needs; return its result.
-
-        Any method works; only ``tools/call``, ``prompts/get`` and ``resources/read`` may go
-        past one leg. Options: :class:`~mrtr_core.client.driver.CallOptions`.
-
-        Raises:
-            MrtrError: the typed failure (round limit, a timeout, a handler failure, a
-                JSON-RPC error, a broken transport, ...).
-            InputRequired: manual mode, when a round needs input.
-        """
-        flow = self.new_flow(method, params, **options)
-        return await self._drive(flow, flow.start(trio.current_time()))
-
-    async def resume(
-        self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
-    ) -> JsonObject:
-        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
-
-        The wait for the answers counts against the flow's budget when ``pending`` was
-        raised in this ``trio.run`` (the same clock); saved data carries the budget it had
-        left.
-        """
-        now = trio.current_time()
-        flow = self.restore_flow(pending, now, trio.lowlevel.current_clock())
-        return await self._drive(flow, flow.answer(answers, now))
-
-    async def aclose(self) -> None:
-        """Close the transport."""
-        await self.transport.aclose()
-
-    async def __aenter__(self) -> Client:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    # The clock of every deadline, and what identifies it (this ``trio.run``'s clock).
+    _now = staticmethod(trio.current_time)
+    _clock = staticmethod(trio.lowlevel.current_clock)
 
     # --- the driver -------------------------------------------------------------------------
 
@@ -234,7 +177,7 @@ class Client(ClientBase[Handler]):
                 try:
                     response = await self.transport.request(send.message)
                 except BROKEN as exc:
-                    raise _broken(flow, exc, trio.current_time()) from exc
+                    raise transport_failed(flow, exc, trio.current_time()) from exc
                 return ResponseReceived(message=response)
             if run.running:
                 return await run.next_outcome()
@@ -248,51 +191,23 @@ _NEEDS_NURSERY: JsonObject = {}
 """What a loop without a nursery returns when a coroutine handler needs one (by identity)."""
 
 
-def _broken(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
-    """End the flow after a transport failure; only this call fails."""
-    last = None
-    for cmd in flow.handle(CancelRequested(reason=exc), now):
-        if isinstance(cmd, Fail):
-            last = getattr(cmd.error, "last_result", None)
-    return TransportError(exc, last_result=last)
-
-
-class _Handlers:
-    """The handlers of one call: a plain function runs at once (in a task of its own it
-    would hold the event loop just the same); an awaitable answer is awaited in a task of
-    its own, in its own cancel scope, once the call has a nursery."""
+class _Handlers(HandlerRuns[tuple[trio.CancelScope, trio.Event]]):
+    """The handlers of one call; an awaitable answer is awaited in a task of its own, in its
+    own cancel scope, once the call has a nursery."""
 
     def __init__(self, client: Client) -> None:
-        self._client = client
+        super().__init__(client)
         self._nursery: trio.Nursery | None = None
-        self._channel: tuple[trio.MemorySendChannel[tuple[int, ClientEvent]],
-                             trio.MemoryReceiveChannel[tuple[int, ClientEvent]]] | None = None
-        self._tokens = itertools.count()
-        self.running: dict[str, tuple[int, trio.CancelScope | None, trio.Event | None]] = {}
-        self.finished: collections.deque[tuple[int, ClientEvent]] = collections.deque()
+        self._channel: tuple[trio.MemorySendChannel[tuple[int, HandlerOutcome]],
+                             trio.MemoryReceiveChannel[tuple[int, HandlerOutcome]]] | None = None
         self.unstarted: list[tuple[Awaitable[object], InvokeHandler, int]] = []
         self.resume_send: SendRequest | None = None
 
-    def start(self, cmd: InvokeHandler) -> None:
-        token = next(self._tokens)
-        fn = self._client.handlers.for_kind(cmd.request.method)
-        event: ClientEvent
-        try:
-            if fn is None:
-                raise LookupError(f"no handler for {cmd.request.method}")
-            value = fn(cmd.request, cmd.key)
-        except Exception as exc:  # a handler's failure is a fact for the flow
-            event = HandlerFailed(key=cmd.key, error=exc)
-        else:
-            if inspect.isawaitable(value):
-                self.running[cmd.key] = (token, None, None)
-                self.unstarted.append((value, cmd, token))
-                if self._nursery is not None:
-                    self._spawn()
-                return
-            event = HandlerReturned(key=cmd.key, answer=value)  # type: ignore[arg-type]
-        self.running[cmd.key] = (token, None, None)
-        self.finished.append((token, event))
+    def _launch(self, value: Awaitable[object], cmd: InvokeHandler, token: int) -> None:
+        self.running[cmd.key] = (token, None)
+        self.unstarted.append((value, cmd, token))
+        if self._nursery is not None:
+            self._spawn()
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Start the coroutine handlers waiting for a nursery, and later ones at once."""
@@ -311,7 +226,7 @@ class _Handlers:
     def _spawn(self) -> None:
         assert self._nursery is not None
         if self._channel is None:
-            self._channel = trio.open_memory_channel[tuple[int, ClientEvent]](math.inf)
+            self._channel = trio.open_memory_channel[tuple[int, HandlerOutcome]](math.inf)
         pending, self.unstarted = self.unstarted, []
         for value, cmd, token in pending:
             if self.running.get(cmd.key, (None,))[0] != token:
@@ -320,7 +235,7 @@ class _Handlers:
                     close()  # cancelled before it could start
                 continue
             scope, done = trio.CancelScope(), trio.Event()
-            self.running[cmd.key] = (token, scope, done)
+            self.running[cmd.key] = (token, (scope, done))
             self._nursery.start_soon(self._run, value, cmd, token, scope, done)
 
     async def _run(
@@ -330,7 +245,7 @@ class _Handlers:
         assert self._channel is not None
         try:
             with scope:
-                event: ClientEvent
+                event: HandlerOutcome
                 try:
                     event = HandlerReturned(key=cmd.key, answer=await value)  # type: ignore[arg-type]
                 except Exception as exc:  # a handler's failure is a fact for the flow
@@ -338,21 +253,6 @@ class _Handlers:
                 self._channel[0].send_nowait((token, event))
         finally:
             done.set()
-
-    def _current(self, token: int, event: ClientEvent) -> bool:
-        entry = self.running.get(event.key)  # type: ignore[union-attr]
-        if entry is not None and entry[0] == token:
-            del self.running[event.key]  # type: ignore[union-attr]
-            return True
-        return False
-
-    def pop_finished(self) -> ClientEvent | None:
-        """The next outcome of a plain-function handler still expected (stale ones dropped)."""
-        while self.finished:
-            token, event = self.finished.popleft()
-            if self._current(token, event):
-                return event
-        return None
 
     async def next_outcome(self) -> ClientEvent:
         """The next outcome of a handler task still running (stale ones are dropped)."""
@@ -364,10 +264,9 @@ class _Handlers:
 
     async def cancel(self, keys: tuple[str, ...]) -> None:
         """Cancel these handlers and wait until each has finished."""
-        entries = [self.running.pop(key) for key in keys if key in self.running]
-        for _, scope, _ in entries:
-            if scope is not None:
-                scope.cancel()
-        for _, _, done in entries:
-            if done is not None:
-                await done.wait()
+        entries = [self.running.pop(key)[1] for key in keys if key in self.running]
+        started = [entry for entry in entries if entry is not None]
+        for scope, _ in started:
+            scope.cancel()
+        for _, done in started:
+            await done.wait()

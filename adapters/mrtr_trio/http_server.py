@@ -25,6 +25,7 @@ from typing import Any
 import trio
 
 from mrtr_core.app import App, Reply, RunHandler
+from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
     NEED_DATA,
     ConnectionEnded,
@@ -32,7 +33,6 @@ from mrtr_core.http import (
     HttpServerConnection,
     MessageReceived,
 )
-from mrtr_trio.stdio_server import internal_error_reply, run_step
 
 __all__ = ["PrincipalOf", "serve_http"]
 
@@ -40,6 +40,7 @@ PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
 _READ_SIZE = 65536
+_PASS_THROUGH = (*EXITS, trio.Cancelled)
 
 
 class _Stalled(Exception):
@@ -256,7 +257,9 @@ class _Server:
             # A plain function runs without a checkpoint: nothing can observe the client
             # going away meanwhile, so no watcher task is needed.
             try:
-                return await run_step(self.app, step, clock=self.clock, guard=self.guard)
+                return await run_step(
+                    self.app, step, clock=self.clock, guard=self.guard, pass_through=_PASS_THROUGH
+                )
             except Exception as exc:
                 return internal_error_reply(event.request_id, exc)
         reply: Reply | None = None
@@ -280,7 +283,10 @@ class _Server:
             with trio.CancelScope() as handler_scope:
                 nursery.start_soon(watch, handler_scope)
                 try:
-                    reply = await run_step(self.app, step, clock=self.clock, guard=self.guard)
+                    reply = await run_step(
+                        self.app, step, clock=self.clock, guard=self.guard,
+                        pass_through=_PASS_THROUGH,
+                    )
                 except Exception as exc:
                     reply = internal_error_reply(event.request_id, exc)
             nursery.cancel_scope.cancel()

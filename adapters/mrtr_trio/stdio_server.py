@@ -12,7 +12,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import sys
 import time
@@ -22,8 +21,8 @@ from typing import Any
 import trio
 
 from mrtr_core import jsonrpc
-from mrtr_core.app import App, Reply, RunHandler
-from mrtr_core.errors import INTERNAL_ERROR
+from mrtr_core.app import App, Reply, drive_async
+from mrtr_core.app.drive_async import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
 from mrtr_core.stdio import (
     CANCELLED,
@@ -37,50 +36,12 @@ from mrtr_core.stdio import (
 __all__ = ["internal_error_reply", "run_step", "serve_stdio"]
 
 _READ_SIZE = 65536
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit, trio.Cancelled)
+_PASS_THROUGH = (*drive_async.EXITS, trio.Cancelled)
 
 
-async def run_step(
-    app: App, step: RunHandler, *, clock: Callable[[], float], guard: Any = None
-) -> Reply:
-    """Run one handler step to its reply: claim a single-use state, invoke, complete.
-
-    ``guard`` is a sync :class:`~mrtr_core.state.ReplayGuard` or an async one
-    (``TrioRedisReplayGuard``). Cancellation passes through untouched.
-    """
-    claim = step.run.claim
-    if claim is not None:
-        if guard is None:
-            return app.complete(
-                step, clock(), raised=RuntimeError("a single-use handler needs a replay guard")
-            )
-        claimed = guard.claim(claim[0], claim[1], clock())
-        if inspect.isawaitable(claimed):
-            claimed = await claimed
-        if not claimed:
-            return app.replayed(step)
-    try:
-        value = step.invoke()
-        if inspect.isawaitable(value):
-            value = await value
-    except Exception as exc:
-        return app.complete(step, clock(), raised=exc)
-    except BaseException as exc:
-        # The engine's "question without an answer yet" is a BaseException on purpose.
-        if isinstance(exc, _PASS_THROUGH) or (
-            isinstance(exc, BaseExceptionGroup) and exc.subgroup(_PASS_THROUGH) is not None
-        ):
-            raise
-        return app.complete(step, clock(), raised=exc)
-    return app.complete(step, clock(), returned=value)
-
-
-def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Reply:
-    """The reply when the app itself failed (a bug): -32603 without the exception's text."""
-    message = jsonrpc.error_response(
-        request_id, INTERNAL_ERROR, f"internal error ({type(exc).__name__})"
-    )
-    return Reply(message=message, status=500)
+run_step = drive_async.step_runner(_PASS_THROUGH)
+"""Run one handler step to its reply (:func:`mrtr_core.app.drive_async.run_step`); trio's
+cancellation passes through untouched."""
 
 
 async def serve_stdio(
@@ -126,13 +87,10 @@ async def serve_stdio(
         reply: Reply | None = None
         with scope:
             try:
-                step = app.receive(event.message, now=clock(), principal=principal)
-                if isinstance(step, RunHandler):
-                    reply = await run_step(app, step, clock=clock, guard=guard)
-                else:
-                    reply = step
-            except Exception as exc:
-                reply = internal_error_reply(rid, exc)
+                reply = await drive_async.answer(
+                    app, event.message, rid, clock=clock, principal=principal, guard=guard,
+                    pass_through=_PASS_THROUGH,
+                )
             finally:
                 if rid is not None and scopes.get(rid) is scope:
                     del scopes[rid]

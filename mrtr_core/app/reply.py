@@ -15,6 +15,7 @@ import attrs
 
 from mrtr_core.errors import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -36,6 +37,7 @@ __all__ = [
     "RunHandler",
     "error_message",
     "http_status_for",
+    "internal_error_reply",
 ]
 
 RequestId = str | int
@@ -71,6 +73,13 @@ def error_message(request_id: RequestId | None, error: JsonRpcError) -> JsonObje
         out["id"] = request_id
     out["error"] = error.to_error_object()
     return out
+
+
+def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Reply:
+    """The reply when the app itself failed (a bug): -32603 and HTTP 500, naming the
+    exception's type but not its text (which may hold anything)."""
+    error = JsonRpcError(INTERNAL_ERROR, f"internal error ({type(exc).__name__})")
+    return Reply(message=error_message(request_id, error), status=500)
 
 
 class EngineRun(Protocol):

@@ -10,21 +10,27 @@ way of waiting. Every protocol decision is the flow's.
 
 from __future__ import annotations
 
+import collections
+import inspect
 import itertools
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypedDict, TypeVar, Unpack
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import attrs
 
 from mrtr_core.client.commands import (
     AwaitAnswers,
     ClientCommand,
+    Fail,
     InputNeeded,
+    InvokeHandler,
     RoundFulfilled,
     RoundStarted,
 )
+from mrtr_core.client.events import CancelRequested, HandlerFailed, HandlerReturned
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
+from mrtr_core.errors import TransportError
 from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
@@ -45,17 +51,25 @@ from mrtr_core.wire.models import (
 
 __all__ = [
     "NOTICES",
+    "AsyncClientBase",
     "CallOptions",
     "ClientBase",
+    "HandlerOutcome",
+    "HandlerRuns",
     "HandlerTable",
     "InputRequired",
     "call_limits",
     "prompt_params",
     "resource_params",
     "tool_params",
+    "transport_failed",
 ]
 
 H = TypeVar("H")
+R = TypeVar("R")
+
+HandlerOutcome = HandlerReturned | HandlerFailed
+"""What a handler's run ends in, for the flow."""
 
 NOTICES = (RoundStarted, InputNeeded, RoundFulfilled)
 """The informational commands a driver passes to its ``on_event`` callback."""
@@ -380,3 +394,157 @@ class ClientBase(Generic[H]):
         """Pass a round notice to ``on_event``."""
         if self.on_event is not None:
             self.on_event(cmd)
+
+
+def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
+    """End ``flow`` after its transport failed with ``exc``; only this call fails.
+
+    The error carries the last ``input_required`` result the flow saw.
+    """
+    last = None
+    for cmd in flow.handle(CancelRequested(reason=exc), now):
+        if isinstance(cmd, Fail):
+            last = getattr(cmd.error, "last_result", None)
+    return TransportError(exc, last_result=last)
+
+
+class AsyncClientBase(ClientBase[H]):
+    """The call methods of the trio and asyncio clients, whose runtimes differ only below them.
+
+    A subclass sets :attr:`transport` and provides its runtime's clock (:meth:`_now`), what
+    identifies that clock (:meth:`_clock`) and the driver (:meth:`_drive`).
+    """
+
+    transport: Any
+    """Carries each request leg (``request(message)``, ``aclose()``)."""
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """``tools/call``; returns the final ``CallToolResult`` dict (options: :meth:`request`)."""
+        return await self.request(*tool_params(name, arguments), **options)
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """``prompts/get``; returns the final ``GetPromptResult`` dict."""
+        return await self.request(*prompt_params(name, arguments), **options)
+
+    async def read_resource(self, uri: str, **options: Unpack[CallOptions]) -> JsonObject:
+        """``resources/read``; returns the final ``ReadResourceResult`` dict."""
+        return await self.request(*resource_params(uri), **options)
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
+    ) -> JsonObject:
+        """Run one request through as many rounds as the server needs; return its result.
+
+        Any method works; only ``tools/call``, ``prompts/get`` and ``resources/read`` may go
+        past one leg. Options: :class:`~mrtr_core.client.driver.CallOptions`.
+
+        Raises:
+            MrtrError: the typed failure (round limit, a timeout, a handler failure, a
+                JSON-RPC error, a broken transport, ...).
+            InputRequired: manual mode, when a round needs input.
+        """
+        flow = self.new_flow(method, params, **options)
+        return await self._drive(flow, flow.start(self._now()))
+
+    async def resume(
+        self, pending: InputRequired | Mapping[str, Any], answers: Mapping[str, object]
+    ) -> JsonObject:
+        """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
+
+        The wait for the answers counts against the flow's budget when ``pending`` was
+        raised on the same clock (the same event loop, the same ``trio.run``); saved data
+        carries the budget it had left.
+        """
+        now = self._now()
+        flow = self.restore_flow(pending, now, self._clock())
+        return await self._drive(flow, flow.answer(answers, now))
+
+    async def aclose(self) -> None:
+        """Close the transport."""
+        await self.transport.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    @staticmethod
+    def _now() -> float:
+        """The runtime's time, the clock of every deadline of the flow."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _clock() -> object:
+        """What identifies the runtime's clock (the same object exactly when times compare)."""
+        raise NotImplementedError
+
+    async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
+        """Carry out ``cmds`` and what the flow orders next, until it ends."""
+        raise NotImplementedError
+
+
+class HandlerRuns(Generic[R]):
+    """The handlers of one async call, and which of their outcomes the flow still expects.
+
+    A plain function runs at once (in a task of its own it would hold the event loop just
+    the same) and its outcome waits in :attr:`finished`. An awaitable answer goes to
+    :meth:`_launch`, where the runtime's driver awaits it in a task that reports the outcome
+    with the same token. A handler cancelled, or invoked again under the same key, leaves a
+    stale outcome behind: its token is no longer the key's, and it is dropped.
+
+    Attributes:
+        running: Per key, the token of the handler the flow waits for and what cancels it
+            (``R``: the runtime's task or scope; ``None`` for a plain function, and for an
+            awaitable whose task has not started).
+        finished: The outcomes of plain-function handlers, in order, with their tokens.
+    """
+
+    def __init__(self, client: ClientBase[Any]) -> None:
+        self._client = client
+        self._tokens = itertools.count()
+        self.running: dict[str, tuple[int, R | None]] = {}
+        self.finished: collections.deque[tuple[int, HandlerOutcome]] = collections.deque()
+
+    def start(self, cmd: InvokeHandler) -> None:
+        """Invoke the handler for ``cmd``; a failure to invoke it is its outcome."""
+        token = next(self._tokens)
+        fn = self._client.handlers.for_kind(cmd.request.method)
+        event: HandlerOutcome
+        try:
+            if fn is None:
+                raise LookupError(f"no handler for {cmd.request.method}")
+            value = fn(cmd.request, cmd.key)
+        except Exception as exc:  # a handler's failure is a fact for the flow
+            event = HandlerFailed(key=cmd.key, error=exc)
+        else:
+            if inspect.isawaitable(value):
+                self._launch(value, cmd, token)
+                return
+            event = HandlerReturned(key=cmd.key, answer=value)
+        self.running[cmd.key] = (token, None)
+        self.finished.append((token, event))
+
+    def _launch(self, value: Awaitable[Any], cmd: InvokeHandler, token: int) -> None:
+        """Await ``value`` in a task, record it in :attr:`running` under ``token``."""
+        raise NotImplementedError
+
+    def _current(self, token: int, event: HandlerOutcome) -> bool:
+        """Whether ``event`` is the outcome still expected for its key (then it is no more)."""
+        entry = self.running.get(event.key)
+        if entry is not None and entry[0] == token:
+            del self.running[event.key]
+            return True
+        return False
+
+    def pop_finished(self) -> HandlerOutcome | None:
+        """The next outcome of a plain-function handler still expected (stale ones dropped)."""
+        while self.finished:
+            token, event = self.finished.popleft()
+            if self._current(token, event):
+                return event
+        return None

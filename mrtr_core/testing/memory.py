@@ -1,0 +1,61 @@
+"""The in-memory client transport of the trio and asyncio adapters, less its runtime.
+
+Both adapters' ``MemoryTransport`` are this class with their runtime's sleep and the
+exception a closed transport raises; nothing here waits on an event loop itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["AsyncMemoryTransport"]
+
+JsonObject = dict[str, Any]
+
+
+class AsyncMemoryTransport:
+    """Hands each request to ``handler`` (request dict -> response dict, sync or async).
+
+    Messages pass through JSON text both ways, as on a real wire. ``latency`` (seconds, or a
+    function of the request) is slept with :meth:`_sleep` after the handler answered. A
+    handler that raises ``OSError`` simulates a broken connection; so does any request after
+    :meth:`aclose` (it raises :attr:`_closed_error`).
+    """
+
+    _closed_error: type[Exception] = ConnectionError
+    """What a request after :meth:`aclose` raises (the runtime's broken-connection error)."""
+
+    def __init__(
+        self,
+        handler: Callable[[JsonObject], JsonObject | Awaitable[JsonObject]],
+        *,
+        latency: float | Callable[[JsonObject], float] = 0.0,
+    ) -> None:
+        self._handler = handler
+        self._latency = latency
+        self._closed = False
+
+    async def request(self, message: JsonObject) -> JsonObject:
+        """Answer one request (see the class docstring)."""
+        if self._closed:
+            raise self._closed_error("transport is closed")
+        wire = json.loads(json.dumps(message))
+        response = self._handler(wire)
+        if inspect.isawaitable(response):
+            response = await response
+        delay = self._latency(wire) if callable(self._latency) else self._latency
+        if delay > 0:
+            await self._sleep(delay)
+        return json.loads(json.dumps(response))  # type: ignore[no-any-return]
+
+    async def aclose(self) -> None:
+        """Refuse further requests."""
+        self._closed = True
+
+    @staticmethod
+    async def _sleep(seconds: float) -> None:
+        """The runtime's sleep (virtual time under a virtual clock)."""
+        raise NotImplementedError
