@@ -13,12 +13,12 @@ writes to stdout as a protocol error ("nothing on stdout that is not a valid MCP
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
+from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
 from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "ServerExitedError",
     "StdioClientConnection",
     "StdioServerConnection",
+    "StdioTransportBase",
     "cancelled_notification",
     "encode_line",
 ]
@@ -281,6 +282,25 @@ class StdioClientConnection:
             raise LocalProtocolError(f"not a sendable message: {exc}") from None
         return encode_line(message)
 
+    def send_request(self, message: Mapping[str, Any]) -> tuple[RequestId, bytes]:
+        """The id of a request, which its response will carry, and the line to write for it.
+
+        Responses are matched to requests by id (digest §3.4), so the id must be one that
+        can be matched.
+
+        Raises:
+            LocalProtocolError: ``message`` has no string or integer ``id``, or is not a
+                request.
+        """
+        request_id = message.get("id")
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            raise LocalProtocolError("a request needs a string or integer id")
+        try:
+            jsonrpc.parse_request(dict(message))
+        except jsonrpc.MessageError as exc:
+            raise LocalProtocolError(f"not a sendable message: {exc}") from None
+        return request_id, encode_line(message)
+
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes read from the server's stdout; ``b""`` means it closed."""
         self._lines.receive(data)
@@ -302,3 +322,55 @@ class StdioClientConnection:
         if isinstance(parsed, Notification):
             return NotificationReceived(message=parsed.raw, parsed=parsed)
         return ResponseReceived(message=parsed.raw, parsed=parsed)
+
+
+# -- what the adapters' client transports share ------------------------------------------------
+
+
+class _Process(Protocol):
+    @property
+    def stdin(self) -> Any: ...
+
+    @property
+    def stdout(self) -> Any: ...
+
+
+P = TypeVar("P", bound=_Process)
+"""The runtime's server process."""
+W = TypeVar("W")
+"""What a request in flight waits on (the runtime's event or future)."""
+
+
+class StdioTransportBase(Generic[P, W]):
+    """The process and bookkeeping of a stdio client transport, less its I/O (digest §3.4).
+
+    Each adapter's ``StdioTransport`` adds how it writes, waits and reads; the connection,
+    the requests in flight (by id) and the failure that ended the transport are kept here.
+
+    Args:
+        process: A running process with ``stdin`` and ``stdout`` pipes.
+        max_line_bytes: Longest line accepted from the server.
+        close_timeout: Seconds closing waits after closing stdin, and after SIGTERM.
+
+    Raises:
+        ValueError: The process has no ``stdin`` or no ``stdout`` pipe.
+    """
+
+    def __init__(
+        self,
+        process: P,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        close_timeout: float = 2.0,
+    ) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("the process needs stdin and stdout pipes")
+        self.process = process
+        self.close_timeout = close_timeout
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
+        self._pending: dict[RequestId, W] = {}
+        """The requests in flight, by id: what each one's caller waits on."""
+        self._failure: MrtrError | None = None
+        """Why the transport is unusable (every later request raises a copy), if it is."""

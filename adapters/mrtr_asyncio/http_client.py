@@ -20,18 +20,16 @@ from typing import Any, TypeAlias
 
 from mrtr_core.http import (
     NEED_DATA,
+    AsyncHttpTransportBase,
     HttpClientConfig,
     HttpClientConnection,
     NotificationAccepted,
-    ParamHeaderRegistry,
     ResponseReceived,
     ServerDisconnectedError,
-    parse_url,
 )
 
 __all__ = ["HttpTransport"]
 
-JsonObject = dict[str, Any]
 _Answer: TypeAlias = ResponseReceived | NotificationAccepted
 
 
@@ -90,6 +88,10 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
+    async def aclose(self) -> None:
+        """Close an idle connection (:meth:`abort`: nothing is left to flush)."""
+        self.abort()
+
     def start(self, data: bytes, waiter: asyncio.Future[_Answer]) -> None:
         """Send a request's bytes; ``waiter`` gets its final event (or the failure)."""
         assert self.transport is not None
@@ -141,7 +143,7 @@ class _Connection(asyncio.Protocol):
             )
 
 
-class HttpTransport:
+class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     """The asyncio :class:`~mrtr_asyncio.Transport` over Streamable HTTP.
 
     HTTP/1.1 carries one request at a time per connection, so concurrent requests use up to
@@ -166,46 +168,8 @@ class HttpTransport:
         max_connections: int = 4,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.endpoint = parse_url(url)
-        self.config = config or HttpClientConfig()
-        self.param_headers = ParamHeaderRegistry()
-        """``x-mcp-header`` arguments learned from ``tools/list`` (mirrored on ``tools/call``)."""
-        self._ssl = ssl_context
-        if self.endpoint.scheme == "https" and self._ssl is None:
-            self._ssl = ssl.create_default_context()
+        super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = asyncio.Semaphore(max_connections)
-        self._idle: list[_Connection] = []
-        self._closed = False
-
-    async def request(self, message: Mapping[str, Any]) -> JsonObject:
-        """Send one request and return its JSON-RPC response (a result or an error).
-
-        Raises:
-            ConnectionError: The connection broke.
-            mrtr_core.http.HttpStatusError: An HTTP error status without a JSON-RPC body.
-            mrtr_core.errors.RemoteProtocolError: The server broke the transport rules.
-        """
-        event = await self._exchange(message)
-        if not isinstance(event, ResponseReceived):
-            raise ConnectionError("server accepted a request as a notification")
-        return event.message
-
-    async def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification (the server answers 202)."""
-        await self._exchange(message)
-
-    async def aclose(self) -> None:
-        """Close every idle connection."""
-        self._closed = True
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.abort()
-
-    async def __aenter__(self) -> HttpTransport:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # -- internals ---------------------------------------------------------------------------
 

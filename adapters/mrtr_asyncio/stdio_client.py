@@ -19,12 +19,12 @@ from typing import Any
 
 from mrtr_core import jsonrpc
 from mrtr_core.errors import LocalProtocolError, MrtrError
-from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
     ResponseReceived,
     ServerExitedError,
-    StdioClientConnection,
+    StdioTransportBase,
     cancelled_notification,
 )
 
@@ -34,7 +34,7 @@ JsonObject = dict[str, Any]
 _READ_SIZE = 65536
 
 
-class StdioTransport:
+class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Future[JsonObject]]):
     """The asyncio :class:`~mrtr_asyncio.Transport` over a stdio server subprocess (§3.4).
 
     Start one with :meth:`spawn` (or :func:`open_stdio_transport`). Requests interleave on the
@@ -50,15 +50,7 @@ class StdioTransport:
         max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
         close_timeout: float = 2.0,
     ) -> None:
-        if process.stdin is None or process.stdout is None:
-            raise ValueError("the process needs stdin and stdout pipes")
-        self.process = process
-        self.close_timeout = close_timeout
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
-        self._pending: dict[RequestId, asyncio.Future[JsonObject]] = {}
-        self._failure: MrtrError | None = None
+        super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -95,10 +87,7 @@ class StdioTransport:
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
-        rid = message.get("id")
-        if not isinstance(rid, str | int) or isinstance(rid, bool):
-            raise LocalProtocolError("a request needs a string or integer id")
-        line = self._conn.send(message)
+        rid, line = self._conn.send_request(message)
         if self._failure is not None:
             raise copy.copy(self._failure)
         if rid in self._pending:

@@ -20,11 +20,10 @@ from mrtr_core.http import (
     NEED_DATA,
     HttpClientConfig,
     HttpClientConnection,
+    HttpTransportBase,
     NotificationAccepted,
-    ParamHeaderRegistry,
     ResponseReceived,
     ServerDisconnectedError,
-    parse_url,
 )
 
 __all__ = ["HttpTransport"]
@@ -62,7 +61,7 @@ class _Connection:
             self.sock.close()
 
 
-class HttpTransport:
+class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
     """The sync :class:`~mrtr_sync.Transport` over Streamable HTTP.
 
     Each request uses one keep-alive connection from a small pool (HTTP/1.1 carries one
@@ -87,18 +86,10 @@ class HttpTransport:
         connect_timeout: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.endpoint = parse_url(url)
-        self.config = config or HttpClientConfig()
-        self.param_headers = ParamHeaderRegistry()
-        """``x-mcp-header`` arguments learned from ``tools/list`` (mirrored on ``tools/call``)."""
+        super().__init__(url, config, ssl_context, ssl.create_default_context)
         self.connect_timeout = connect_timeout
-        self._ssl = ssl_context
-        if self.endpoint.scheme == "https" and self._ssl is None:
-            self._ssl = ssl.create_default_context()
         self._slots = threading.BoundedSemaphore(max_connections)
-        self._idle: list[_Connection] = []
         self._lock = threading.Lock()
-        self._closed = False
 
     # -- the Transport protocol -------------------------------------------------------------
 

@@ -18,12 +18,12 @@ from typing import IO, Any
 
 from mrtr_core import jsonrpc
 from mrtr_core.errors import LocalProtocolError, MrtrError
-from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
     ResponseReceived,
     ServerExitedError,
-    StdioClientConnection,
+    StdioTransportBase,
     cancelled_notification,
 )
 from mrtr_sync.threads import signal_safe_thread
@@ -41,7 +41,7 @@ class _Pending:
         self.error: BaseException | None = None
 
 
-class StdioTransport:
+class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
     """The sync :class:`~mrtr_sync.Transport` over a stdio server subprocess (digest §3.4).
 
     Requests from several threads interleave on the one pipe; a reader thread routes each
@@ -55,6 +55,9 @@ class StdioTransport:
         close_timeout: Seconds :meth:`close` waits after closing stdin, and after SIGTERM.
     """
 
+    _stdin: IO[bytes]
+    _stdout: IO[bytes]
+
     def __init__(
         self,
         process: subprocess.Popen[bytes],
@@ -62,17 +65,9 @@ class StdioTransport:
         max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
         close_timeout: float = 2.0,
     ) -> None:
-        if process.stdin is None or process.stdout is None:
-            raise ValueError("the process needs stdin and stdout pipes")
-        self.process = process
-        self.close_timeout = close_timeout
-        self._stdin: IO[bytes] = process.stdin
-        self._stdout: IO[bytes] = process.stdout
-        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
-        self._pending: dict[RequestId, _Pending] = {}
+        super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._failure: MrtrError | None = None
         self._reader = signal_safe_thread(self._read_loop, name="mrtr-stdio-reader")
         self._reader.start()
 
@@ -113,10 +108,7 @@ class StdioTransport:
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
-        rid = message.get("id")
-        if not isinstance(rid, str | int) or isinstance(rid, bool):
-            raise LocalProtocolError("a request needs a string or integer id")
-        line = self._conn.send(message)
+        rid, line = self._conn.send_request(message)
         pending = _Pending()
         with self._lock:
             if self._failure is not None:

@@ -18,18 +18,16 @@ import trio
 
 from mrtr_core.http import (
     NEED_DATA,
+    AsyncHttpTransportBase,
     HttpClientConfig,
     HttpClientConnection,
     NotificationAccepted,
-    ParamHeaderRegistry,
     ResponseReceived,
     ServerDisconnectedError,
-    parse_url,
 )
 
 __all__ = ["HttpTransport"]
 
-JsonObject = dict[str, Any]
 _READ_SIZE = 65536
 
 
@@ -81,7 +79,7 @@ class _Connection:
         await trio.aclose_forcefully(self.stream)
 
 
-class HttpTransport:
+class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     """The trio :class:`~mrtr_trio.Transport` over Streamable HTTP.
 
     HTTP/1.1 carries one request at a time per connection, so concurrent requests use up to
@@ -106,46 +104,8 @@ class HttpTransport:
         max_connections: int = 4,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        self.endpoint = parse_url(url)
-        self.config = config or HttpClientConfig()
-        self.param_headers = ParamHeaderRegistry()
-        """``x-mcp-header`` arguments learned from ``tools/list`` (mirrored on ``tools/call``)."""
-        self._ssl = ssl_context
-        if self.endpoint.scheme == "https" and self._ssl is None:
-            self._ssl = ssl.create_default_context()
+        super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = trio.Semaphore(max_connections)
-        self._idle: list[_Connection] = []
-        self._closed = False
-
-    async def request(self, message: Mapping[str, Any]) -> JsonObject:
-        """Send one request and return its JSON-RPC response (a result or an error).
-
-        Raises:
-            ConnectionError, trio.BrokenResourceError: The connection broke.
-            mrtr_core.http.HttpStatusError: An HTTP error status without a JSON-RPC body.
-            mrtr_core.errors.RemoteProtocolError: The server broke the transport rules.
-        """
-        event = await self._exchange(message)
-        if not isinstance(event, ResponseReceived):
-            raise ConnectionError("server accepted a request as a notification")
-        return event.message
-
-    async def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification (the server answers 202)."""
-        await self._exchange(message)
-
-    async def aclose(self) -> None:
-        """Close every idle connection."""
-        self._closed = True
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            await conn.aclose()
-
-    async def __aenter__(self) -> HttpTransport:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     # -- internals ---------------------------------------------------------------------------
 

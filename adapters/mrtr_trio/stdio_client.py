@@ -20,12 +20,12 @@ import trio
 
 from mrtr_core import jsonrpc
 from mrtr_core.errors import LocalProtocolError, MrtrError
-from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
     ResponseReceived,
     ServerExitedError,
-    StdioClientConnection,
+    StdioTransportBase,
     cancelled_notification,
 )
 
@@ -42,7 +42,7 @@ class _Pending:
         self.error: MrtrError | None = None
 
 
-class StdioTransport:
+class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     """The trio :class:`~mrtr_trio.Transport` over a stdio server subprocess (digest §3.4).
 
     Build it with :func:`open_stdio_transport`, which also runs its reader task. Requests
@@ -58,16 +58,8 @@ class StdioTransport:
         max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
         close_timeout: float = 2.0,
     ) -> None:
-        if process.stdin is None or process.stdout is None:
-            raise ValueError("the process needs stdin and stdout pipes")
-        self.process = process
-        self.close_timeout = close_timeout
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-        self._conn = StdioClientConnection(max_line_bytes=max_line_bytes)
-        self._pending: dict[RequestId, _Pending] = {}
+        super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         self._write_lock = trio.Lock()
-        self._failure: MrtrError | None = None
         self._reader_scope = trio.CancelScope()
 
     async def request(self, message: Mapping[str, Any]) -> JsonObject:
@@ -78,10 +70,7 @@ class StdioTransport:
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
-        rid = message.get("id")
-        if not isinstance(rid, str | int) or isinstance(rid, bool):
-            raise LocalProtocolError("a request needs a string or integer id")
-        line = self._conn.send(message)
+        rid, line = self._conn.send_request(message)
         if self._failure is not None:
             raise copy.copy(self._failure)
         if rid in self._pending:

@@ -51,6 +51,7 @@ from mrtr_core.http._server import (
     ServerEvent,
 )
 from mrtr_core.http._sse import EventStreamError, SseEvent, SseParser, encode_sse_event
+from mrtr_core.http._transport import AsyncHttpTransportBase, HttpTransportBase
 from mrtr_core.jsonrpc import NEED_DATA
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "HEADER_PROTOCOL_VERSION",
     "NEED_DATA",
     "PARAM_HEADER_PREFIX",
+    "AsyncHttpTransportBase",
     "ClientEvent",
     "ConnectionEnded",
     "Endpoint",
@@ -70,6 +72,7 @@ __all__ = [
     "HttpServerConfig",
     "HttpServerConnection",
     "HttpStatusError",
+    "HttpTransportBase",
     "MessageReceived",
     "NotificationAccepted",
     "NotificationReceived",

@@ -1,0 +1,183 @@
+"""The three runtimes' client transports keep what they share in one place: the HTTP
+transports' endpoint, configuration and TLS decision (``HttpTransportBase``), the stdio
+transports' process checks and request-id check (``StdioTransportBase``,
+``StdioClientConnection.send_request``). Each runtime is checked on a real process.
+
+Real processes cannot run on a virtual clock: each async test has one generous overall
+timeout and asserts on outcomes only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import mrtr_asyncio.http_client
+import mrtr_asyncio.stdio_client
+import mrtr_sync.http_client
+import mrtr_sync.stdio_client
+import mrtr_trio.http_client
+import mrtr_trio.stdio_client
+import pytest
+import trio
+import trio.testing
+from wire_helpers import call_tool
+
+from mrtr_core.errors import LocalProtocolError
+from mrtr_core.http import AsyncHttpTransportBase, HttpClientConfig, HttpTransportBase
+from mrtr_core.stdio import StdioTransportBase
+
+SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
+LIMIT = 10.0  # generous: only a broken test ever waits this long
+NO_STDOUT = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+
+HTTP_TRANSPORTS = [
+    mrtr_sync.http_client.HttpTransport,
+    mrtr_trio.http_client.HttpTransport,
+    mrtr_asyncio.http_client.HttpTransport,
+]
+
+
+def text_of(response):
+    return response["result"]["content"][0]["text"]
+
+
+def bad_id(request_id=True):
+    message = call_tool("echo", 1, text="x")
+    message["id"] = request_id
+    return message
+
+
+# -- HTTP ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", HTTP_TRANSPORTS, ids=["sync", "trio", "asyncio"])
+def test_http_transports_share_the_base(cls):
+    assert issubclass(cls, HttpTransportBase)
+    assert issubclass(cls, AsyncHttpTransportBase) == (cls is not HTTP_TRANSPORTS[0])
+
+
+@pytest.mark.parametrize("cls", HTTP_TRANSPORTS, ids=["sync", "trio", "asyncio"])
+def test_http_transport_makes_a_default_tls_context_for_https(cls):
+    transport = cls("https://127.0.0.1:8443/mcp")
+    assert isinstance(transport._ssl, ssl.SSLContext)
+    assert cls("http://127.0.0.1:8000/mcp")._ssl is None
+
+
+@pytest.mark.parametrize("cls", HTTP_TRANSPORTS, ids=["sync", "trio", "asyncio"])
+def test_http_transport_keeps_its_endpoint_config_and_registry(cls):
+    config = HttpClientConfig(max_depth=8)
+    first, second = cls("http://127.0.0.1:8000/mcp", config=config), cls("http://h:1/x")
+    assert (first.endpoint.host, first.endpoint.port, first.endpoint.target) == (
+        "127.0.0.1",
+        8000,
+        "/mcp",
+    )
+    assert first.config is config
+    assert second.config == HttpClientConfig()
+    assert first.param_headers is not second.param_headers
+
+
+# -- stdio: sync ---------------------------------------------------------------------------
+
+
+def test_sync_stdio_refuses_a_bad_request_id_and_keeps_working():
+    with mrtr_sync.stdio_client.StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"]) as t:
+        assert isinstance(t, StdioTransportBase)
+        with pytest.raises(LocalProtocolError, match="a request needs a string or integer id"):
+            t.request(bad_id(), timeout=LIMIT)
+        assert t._pending == {}
+        assert text_of(t.request(call_tool("echo", 1, text="x"), timeout=LIMIT)) == "x"
+
+
+def test_sync_stdio_needs_both_pipes():
+    process = subprocess.Popen(NO_STDOUT, stdin=subprocess.PIPE)
+    try:
+        with pytest.raises(ValueError, match="needs stdin and stdout pipes"):
+            mrtr_sync.stdio_client.StdioTransport(process)
+    finally:
+        process.stdin.close()
+        process.wait(LIMIT)
+
+
+# -- stdio: trio ---------------------------------------------------------------------------
+
+
+def test_trio_stdio_refuses_a_bad_or_in_flight_request_id_and_keeps_working():
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with mrtr_trio.stdio_client.open_stdio_transport(
+                [sys.executable, SERVER_SCRIPT, "trio"]
+            ) as transport:
+                assert isinstance(transport, StdioTransportBase)
+                with pytest.raises(LocalProtocolError, match="string or integer id"):
+                    await transport.request(bad_id(1.5))
+                results = {}
+
+                async def wait():
+                    results["w"] = await transport.request(call_tool("gate_wait", "w"))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(wait)
+                    await trio.testing.wait_all_tasks_blocked()
+                    with pytest.raises(LocalProtocolError, match="'w' is already in flight"):
+                        await transport.request(call_tool("echo", "w", text="x"))
+                    assert text_of(await transport.request(call_tool("gate_open", "o"))) == "open"
+                assert results["w"]["id"] == "w"
+
+    trio.run(main)
+
+
+def test_trio_stdio_needs_both_pipes():
+    async def main():
+        with trio.fail_after(LIMIT):
+            process = await trio.lowlevel.open_process(NO_STDOUT, stdin=subprocess.PIPE)
+            try:
+                with pytest.raises(ValueError, match="needs stdin and stdout pipes"):
+                    mrtr_trio.stdio_client.StdioTransport(process)
+            finally:
+                await process.stdin.aclose()
+                await process.wait()
+
+    trio.run(main)
+
+
+# -- stdio: asyncio ------------------------------------------------------------------------
+
+
+def test_asyncio_stdio_refuses_a_bad_or_in_flight_request_id_and_keeps_working():
+    async def main():
+        async with (
+            asyncio.timeout(LIMIT),
+            mrtr_asyncio.stdio_client.open_stdio_transport(
+                [sys.executable, SERVER_SCRIPT, "asyncio"]
+            ) as transport,
+        ):
+            assert isinstance(transport, StdioTransportBase)
+            with pytest.raises(LocalProtocolError, match="string or integer id"):
+                await transport.request(bad_id(None))
+            waiting = asyncio.create_task(transport.request(call_tool("gate_wait", "w")))
+            await asyncio.sleep(0)  # the task runs up to its first wait: "w" is in flight
+            with pytest.raises(LocalProtocolError, match="'w' is already in flight"):
+                await transport.request(call_tool("echo", "w", text="x"))
+            assert text_of(await transport.request(call_tool("gate_open", "o"))) == "open"
+            assert (await waiting)["id"] == "w"
+
+    asyncio.run(main())
+
+
+def test_asyncio_stdio_needs_both_pipes():
+    async def main():
+        async with asyncio.timeout(LIMIT):
+            process = await asyncio.create_subprocess_exec(*NO_STDOUT, stdin=subprocess.PIPE)
+            try:
+                with pytest.raises(ValueError, match="needs stdin and stdout pipes"):
+                    mrtr_asyncio.stdio_client.StdioTransport(process)
+            finally:
+                process.stdin.close()
+                await process.wait()
+
+    asyncio.run(main())
