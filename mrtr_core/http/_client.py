@@ -11,7 +11,6 @@ for a notification. Everything the server sends is bounded and validated; proble
 from __future__ import annotations
 
 import http
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -47,11 +46,6 @@ __all__ = [
 _ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
 _EXCERPT: Final = 512
 _END_OF_MESSAGE: Final = h11.EndOfMessage()
-# Header values this module builds itself are valid field values by construction (ASCII
-# digits, constants, and encode_header_value() output, which is visible ASCII or the Base64
-# sentinel): h11 is told so, and skips re-validating them on every request. Caller-supplied
-# headers are checked by h11 as usual.
-_TRUSTED_HEADERS: Final = "_parsed" in inspect.signature(h11.Request).parameters
 _CONTENT_TYPE: Final = b"content-type"
 _KINDS_MAX: Final = 64
 _KINDS: dict[str, str] = {}
@@ -227,19 +221,6 @@ class HttpClientConnection:
         self._started = False  # any byte of the current response has arrived
         self._done = False  # the current exchange delivered its final event
         self._broken = False
-        # The parts of the request head that never change, as bytes; None when the endpoint
-        # or the configured headers are not valid HTTP (h11 then raises on every request).
-        self._fixed_head = _checked_headers(
-            [
-                ("Host", endpoint.authority),
-                ("Accept", _ACCEPT),
-                ("Content-Type", JSON_MEDIA_TYPE),
-            ],
-            endpoint.target,
-            with_host=True,
-        )
-        self._config_head = _checked_headers(self.config.headers, endpoint.target)
-        self._target = endpoint.target.encode("ascii", "replace")
 
     # -- state ---------------------------------------------------------------------------
 
@@ -299,15 +280,7 @@ class HttpClientConnection:
         mcp = request_headers(message)
         if self.param_headers is not None:
             mcp += self.param_headers.headers_for(message)
-        fixed, config = self._fixed_head, self._config_head
-        if _TRUSTED_HEADERS and fixed is not None and config is not None and not extra:
-            head = [*fixed, (b"Content-Length", b"%d" % length)]
-            head += [(name.encode("ascii"), value.encode("ascii")) for name, value in mcp]
-            head += config
-            return h11.Request(
-                method=b"POST", target=self._target, headers=head, _parsed=True
-            )
-        # Headers from the caller: h11 validates them (and raises on a bad one).
+        # h11 validates every header (and raises on a bad one).
         return h11.Request(
             method="POST",
             target=self.endpoint.target,
@@ -509,17 +482,3 @@ class HttpClientConnection:
             ResponseReceived(message=self._observed(message.raw), status=self._status)
         )
         self._done = True
-
-
-def _checked_headers(
-    headers: Sequence[tuple[str, str]], target: str, *, with_host: bool = False
-) -> list[tuple[bytes, bytes]] | None:
-    """Header pairs as bytes, checked by h11 once (with the request target); ``None`` when
-    h11 refuses them. A stand-in ``Host`` is added (and dropped) unless ``with_host``."""
-    pairs = [*headers] if with_host else [("Host", "x"), *headers]
-    try:
-        event = h11.Request(method="POST", target=target, headers=pairs)
-    except (h11.LocalProtocolError, TypeError, UnicodeError):
-        return None
-    items = event.headers.raw_items()
-    return [(bytes(name), bytes(value)) for name, value in (items if with_host else items[1:])]
