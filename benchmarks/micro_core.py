@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness import spread, time_per_op
+from harness import spread, time_interleaved, time_per_op
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
@@ -86,8 +86,9 @@ def in_process_operation(tool: str, arguments: dict[str, Any]) -> Callable[[], d
 
 
 def core_round(module: ModuleType, *, quick: bool, repeats: int) -> dict[str, Any]:
-    """Client-core cost of one round (``bench_core_round.one_round``), its JSON reference,
-    and a whole two-round operation with both sides in process, in microseconds."""
+    """Client-core cost of each round of a flow and of a whole one-round flow
+    (``bench_core_round``), the JSON reference, and a whole two-leg operation with both
+    sides in process, in microseconds."""
     number = 20 if quick else 5000
     sent = module.one_round()
     wire = [json.dumps(m) for m in sent]
@@ -106,6 +107,19 @@ def core_round(module: ModuleType, *, quick: bool, repeats: int) -> dict[str, An
         }
 
     client = us(time_per_op(module.one_round, number=number, repeats=repeats))
+    # Each round of a flow: a flow of 1 + N rounds against a flow of 1, interleaved; the
+    # fastest runs against each other, the medians, the slowest (bench_core_round's doc).
+    extra = module.EXTRA_ROUNDS
+    flows = time_interleaved(
+        {"short": lambda: module.one_flow(1), "long": lambda: module.one_flow(1 + extra)},
+        number=max(number // 2, 10),
+        repeats=repeats,
+    )
+    short, long = us(flows["short"]), us(flows["long"])
+    per_round = {
+        k: (long[k] - short[k]) / extra for k in ("median", "min", "max", "q1", "q3")
+    }
+    per_round["n"] = short["n"]
     reference = us(
         time_per_op(lambda: module.reference_round(wire), number=number, repeats=repeats)
     )
@@ -124,9 +138,10 @@ def core_round(module: ModuleType, *, quick: bool, repeats: int) -> dict[str, An
         )
     )
     return {
-        "client_core_us_per_round": client,
+        "client_core_us_per_round": per_round,
+        "client_core_us_per_one_round_flow": client,
         "json_reference_us_per_round": reference,
-        "client_core_vs_json": client["median"] / reference["median"],
+        "client_core_vs_json": client["median"] / reference["median"],  # whole flow
         "in_process_mrtr_op_us": whole,
         "in_process_plain_op_us": plain,
     }

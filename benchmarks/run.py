@@ -593,7 +593,7 @@ def compute_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         0.5,
     )
     add(
-        "client core us per 2-entry round (bench_core_round)",
+        "client core us per 2-entry round, each round of a flow (bench_core_round)",
         _med(results.get("core_round", {}), "client_core_us_per_round"),
         "<",
         20,
