@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness import spread, time_interleaved, time_per_op
+from harness import spread, time_per_op
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
@@ -107,23 +107,16 @@ def core_round(module: ModuleType, *, quick: bool, repeats: int) -> dict[str, An
         }
 
     client = us(time_per_op(module.one_round, number=number, repeats=repeats))
-    # Each round of a flow: a flow of 1 + N rounds against a flow of 1, interleaved; the
-    # fastest runs against each other, the medians, the slowest (bench_core_round's doc).
-    extra = module.EXTRA_ROUNDS
-    flows = time_interleaved(
-        {"short": lambda: module.one_flow(1), "long": lambda: module.one_flow(1 + extra)},
-        number=max(number // 2, 10),
-        repeats=repeats,
-    )
-    short, long = us(flows["short"]), us(flows["long"])
-    # (Differences of spreads are not ordered: each pair is put back in order.)
-    fastest, slowest = sorted(((long["min"] - short["min"]) / extra,
-                               (long["max"] - short["max"]) / extra))
-    low, high = sorted(((long["q1"] - short["q1"]) / extra, (long["q3"] - short["q3"]) / extra))
-    per_round = {
-        "median": (long["median"] - short["median"]) / extra,
-        "min": fastest, "max": slowest, "q1": low, "q3": high, "n": short["n"],
-    }
+    # Each round of a flow: a flow of 1 + N rounds against a flow of 1, timed back to back
+    # in every run (both meet the same load); the spread is over the runs' differences.
+    flows = max(number // 2, 10)
+    for _ in range(max(flows // 5, 1)):  # warm-up
+        module.one_flow(1 + module.EXTRA_ROUNDS)
+
+    def time_us(fn: Callable[[], object]) -> float:
+        return 1e6 / time_per_op(fn, number=flows, repeats=1, warmup=0)["median"]
+
+    per_round = spread([module.per_round_us(time_us) for _ in range(repeats)])
     reference = us(
         time_per_op(lambda: module.reference_round(wire), number=number, repeats=repeats)
     )
