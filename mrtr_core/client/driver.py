@@ -10,6 +10,7 @@ way of waiting. Every protocol decision is the flow's.
 
 from __future__ import annotations
 
+import abc
 import collections
 import inspect
 import itertools
@@ -408,7 +409,7 @@ def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> Transp
     return TransportError(exc, last_result=last)
 
 
-class AsyncClientBase(ClientBase[H]):
+class AsyncClientBase(ClientBase[H], abc.ABC):
     """The call methods of the trio and asyncio clients, whose runtimes differ only below them.
 
     A subclass sets :attr:`transport` and provides its runtime's clock (:meth:`_now`), what
@@ -474,21 +475,21 @@ class AsyncClientBase(ClientBase[H]):
         await self.aclose()
 
     @staticmethod
+    @abc.abstractmethod
     def _now() -> float:
         """The runtime's time, the clock of every deadline of the flow."""
-        raise NotImplementedError
 
     @staticmethod
+    @abc.abstractmethod
     def _clock() -> object:
         """What identifies the runtime's clock (the same object exactly when times compare)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
         """Carry out ``cmds`` and what the flow orders next, until it ends."""
-        raise NotImplementedError
 
 
-class HandlerRuns(Generic[R]):
+class HandlerRuns(Generic[R], abc.ABC):
     """The handlers of one async call, and which of their outcomes the flow still expects.
 
     A plain function runs at once (in a task of its own it would hold the event loop just
@@ -529,9 +530,9 @@ class HandlerRuns(Generic[R]):
         self.running[cmd.key] = (token, None)
         self.finished.append((token, event))
 
+    @abc.abstractmethod
     def _launch(self, value: Awaitable[Any], cmd: InvokeHandler, token: int) -> None:
         """Await ``value`` in a task, record it in :attr:`running` under ``token``."""
-        raise NotImplementedError
 
     def _current(self, token: int, event: HandlerOutcome) -> bool:
         """Whether ``event`` is the outcome still expected for its key (then it is no more)."""

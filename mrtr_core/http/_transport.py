@@ -9,6 +9,7 @@ The TLS context itself is the adapter's: it passes the factory of the default on
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, Self, TypeVar
 
@@ -70,7 +71,7 @@ class HttpTransportBase(Generic[C, T]):
         self._closed = False
 
 
-class AsyncHttpTransportBase(HttpTransportBase[AC, T]):
+class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
     """The request methods of the trio and asyncio HTTP transports around :meth:`_exchange`.
 
     A subclass provides :meth:`_exchange` (one request or notification on a pooled
@@ -107,8 +108,8 @@ class AsyncHttpTransportBase(HttpTransportBase[AC, T]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    @abc.abstractmethod
     async def _exchange(
         self, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
         """Send ``message`` on a pooled connection; its final event."""
-        raise NotImplementedError

@@ -6,6 +6,7 @@ exception a closed transport raises; nothing here waits on an event loop itself.
 
 from __future__ import annotations
 
+import abc
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -16,7 +17,7 @@ __all__ = ["AsyncMemoryTransport"]
 JsonObject = dict[str, Any]
 
 
-class AsyncMemoryTransport:
+class AsyncMemoryTransport(abc.ABC):
     """Hands each request to ``handler`` (request dict -> response dict, sync or async).
 
     Messages pass through JSON text both ways, as on a real wire. ``latency`` (seconds, or a
@@ -56,6 +57,6 @@ class AsyncMemoryTransport:
         self._closed = True
 
     @staticmethod
+    @abc.abstractmethod
     async def _sleep(seconds: float) -> None:
         """The runtime's sleep (virtual time under a virtual clock)."""
-        raise NotImplementedError

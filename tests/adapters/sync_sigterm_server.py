@@ -1,7 +1,7 @@
 """A sync server process for the signal tests: ``python sync_sigterm_server.py``.
 
 Serves a one-tool app with :func:`mrtr_sync.serve_http` in the background while the main
-thread sleeps (as a server script does), prints ``ready <url>``, and exits with status 0 on
+thread only waits (as a server script does), prints ``ready <url>``, and exits with status 0 on
 SIGTERM.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 import signal
 import sys
-import time
 
 from mrtr_sync import serve_http
 
@@ -38,7 +37,7 @@ def main() -> None:
     try:
         print(f"ready {server.url}", flush=True)
         while True:
-            time.sleep(3600)
+            signal.pause()  # the main thread only waits, as an application's might
     finally:
         server.shutdown()
 
