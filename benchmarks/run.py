@@ -11,7 +11,9 @@ What is measured (servers and clients are separate processes on 127.0.0.1):
 
 - sequential two-round MRTR ``tools/call`` and one-round plain calls over loopback HTTP,
   for every client -> server pair: ours (sync, trio, asyncio) -> ours in the same runtime,
-  SDK -> SDK, SDK client -> our servers, our clients -> SDK server. Calls/s, latency
+  SDK -> SDK, SDK client -> our servers, our clients -> SDK server, and the h11 floor pair
+  (``peers/floor_*.py``: h11, a socket and JSON, no MCP logic: what any server and client
+  on h11 pay before the protocol's own work). Calls/s, latency
   percentiles, MRTR overhead ``(t_mrtr - t_plain) / t_plain`` (1.0 = exactly one more plain
   round trip), server CPU per round (process CPU time / rounds served);
 - 100 concurrent two-round flows against one server process (ours trio, asyncio; SDK);
@@ -116,22 +118,22 @@ QUICK = Config(
 
 
 def server_argv(kind: str) -> list[str]:
-    """Command line of a benchmark server: ``sdk`` or one of our runtimes."""
-    if kind == "sdk":
-        return [python(), str(PEERS_DIR / "sdk_server.py"), "--port", "{port}"]
+    """Command line of a benchmark server: ``sdk``, ``floor`` or one of our runtimes."""
+    if kind in ("sdk", "floor"):
+        return [python(), str(PEERS_DIR / f"{kind}_server.py"), "--port", "{port}"]
     return [python(), str(PEERS_DIR / "our_server.py"), "--runtime", kind, "--port", "{port}"]
 
 
 def client_argv(kind: str, url: str) -> list[str]:
-    """Command line of a benchmark client: ``sdk`` or one of our runtimes."""
-    if kind == "sdk":
-        return [python(), str(PEERS_DIR / "sdk_client.py"), url]
+    """Command line of a benchmark client: ``sdk``, ``floor`` or one of our runtimes."""
+    if kind in ("sdk", "floor"):
+        return [python(), str(PEERS_DIR / f"{kind}_client.py"), url]
     return [python(), str(PEERS_DIR / "our_client.py"), "--runtime", kind, url]
 
 
 def label(kind: str) -> str:
     """How a peer is named in the tables."""
-    return "SDK" if kind == "sdk" else f"ours-{kind}"
+    return {"sdk": "SDK", "floor": "h11 floor"}.get(kind, f"ours-{kind}")
 
 
 def pair_name(client: str, server: str) -> str:
@@ -264,6 +266,7 @@ def bench_sequential(rec: Recorder, cfg: Config) -> None:
         *((rt, rt) for rt in RUNTIMES),
         *(("sdk", rt) for rt in RUNTIMES),
         *((rt, "sdk") for rt in RUNTIMES),
+        ("floor", "floor"),  # h11 and a socket with no MCP logic (peers/floor_*.py)
     ]
     with started_pairs(rec, "sequential", plan) as pairs:
         runs: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -694,6 +697,24 @@ def render_tables(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {label(row['client'])} -> {label(row['server'])} | {_fmt(client_us)} "
                 f"| {_fmt(server_us)} | {_fmt(total)} | {_fmt(_ratio(sdk_cpu, total), 2)}x |"
+            )
+    floor = _med(seq, "floor->floor", "mrtr", "calls_per_s")
+    if floor is not None and sdk_pair:
+        lines += [
+            "",
+            "### Against the h11 floor (h11, a socket and JSON; no MCP logic)",
+            "",
+            f"The floor pair makes {_fmt(floor)} two-round calls/s, "
+            f"{_fmt(_ratio(floor, sdk_pair), 2)}x the SDK pair: a 5x target asks for "
+            f"{_fmt(_ratio(5 * sdk_pair, floor), 2)} of the floor's rate.",
+            "",
+            "| pair | MRTR calls/s share of the floor |",
+            "|---|---|",
+        ]
+        for rt in RUNTIMES:
+            lines.append(
+                f"| ours-{rt} | "
+                f"{_fmt(_ratio(_med(seq, f'{rt}->{rt}', 'mrtr', 'calls_per_s'), floor), 2)} |"
             )
     conc = results.get("concurrent", {})
     if conc:

@@ -23,6 +23,7 @@ SEQUENTIAL_PAIRS = (
     *(f"{rt}->{rt}" for rt in RUNTIMES),
     *(f"sdk->{rt}" for rt in RUNTIMES),
     *(f"{rt}->sdk" for rt in RUNTIMES),
+    "floor->floor",
 )
 CONCURRENT_PAIRS = ("sdk->sdk", "trio->trio", "asyncio->asyncio")
 STATE_CASES = (
@@ -99,6 +100,8 @@ def test_quick_run_prints_the_markdown_tables(
     assert "### Sequential calls over loopback HTTP" in proc.stdout
     assert "### Targets" in proc.stdout
     assert "| SDK -> SDK |" in proc.stdout
+    assert "| h11 floor -> h11 floor |" in proc.stdout
+    assert "### Against the h11 floor" in proc.stdout
 
 
 def test_quick_run_writes_the_growth_plot(
