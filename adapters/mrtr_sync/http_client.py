@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import ssl
 import threading
@@ -39,22 +40,21 @@ class _Connection:
         self.sock = sock
         self.http = http
         self.used = False
+        self._readable: select.poll | None = None
 
     def stale(self) -> bool:
-        """Whether the server already closed (or wrote to) this idle connection."""
+        """Whether the server already closed (or wrote to) this idle connection: anything
+        to read on an idle connection (its end, an error, unasked-for bytes) means it
+        cannot carry a new request. One ``poll`` that does not wait."""
         if isinstance(self.sock, ssl.SSLSocket):
-            return False  # no MSG_PEEK through TLS: a retry covers a stale connection
+            return False  # TLS may have its own bytes to read: a retry covers a stale one
+        if self._readable is None:
+            self._readable = select.poll()
+            self._readable.register(self.sock, select.POLLIN)
         try:
-            self.sock.setblocking(False)
-            try:
-                self.sock.recv(1, socket.MSG_PEEK)  # b"" (closed) or unasked-for bytes
-            finally:
-                self.sock.setblocking(True)
-        except BlockingIOError:
-            return False
+            return bool(self._readable.poll(0))
         except OSError:
             return True
-        return True
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

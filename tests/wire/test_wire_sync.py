@@ -159,6 +159,27 @@ def test_http_client_reconnects_after_the_server_closed_an_idle_connection():
         assert peer.connections == 2
 
 
+@pytest.mark.parametrize("peer_does", ["close", "write", "nothing"])
+def test_an_idle_http_connection_is_stale_once_the_server_closed_or_wrote_to_it(peer_does):
+    from mrtr_sync.http_client import _Connection
+
+    from mrtr_core.http import HttpClientConnection, parse_url
+
+    ours, theirs = socket.socketpair()
+    conn = _Connection(ours, HttpClientConnection(parse_url("http://127.0.0.1:1/mcp")))
+    try:
+        assert not conn.stale()
+        if peer_does == "close":
+            theirs.close()
+        elif peer_does == "write":
+            theirs.sendall(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+        assert conn.stale() is (peer_does != "nothing")
+        assert conn.stale() is (peer_does != "nothing")  # the check reads nothing
+    finally:
+        conn.close()
+        theirs.close()
+
+
 def test_http_broken_connection_fails_only_its_request():
     with BrokenPeer() as peer, HttpTransport(peer.url, max_connections=2) as transport:
         results: dict[str, object] = {}
