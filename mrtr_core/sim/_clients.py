@@ -46,6 +46,7 @@ __all__ = ["ClientSide"]
 
 _MISBEHAVIOURS: Final = ("fail", "slow", "abort")
 _MISBEHAVIOURS_FORM: Final = ("fail", "slow", "abort", "decline", "cancel")
+_AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE  # (an Enum member lookup is slow)
 _META: Final = RequestMeta(
     client_capabilities=FULL_CAPABILITIES,
     client_info=Implementation(name="mrtr-sim-client", version="1.0"),
@@ -90,10 +91,11 @@ class ClientSide(RunState):
             random=self.root.fork(f"jitter-{index}"),
         )
         flow.started = self.sched.now
-        where = f" to hostile server ({flow.hostile})" if flow.hostile else ""
-        probing = " with hostile probes" if flow.probing else ""
-        self._note(flow.op, client.principal,
-                   f"start {operation.method} {operation.target}{where}{probing}")
+        if self.transcript is not None:
+            where = f" to hostile server ({flow.hostile})" if flow.hostile else ""
+            probing = " with hostile probes" if flow.probing else ""
+            self._note(flow.op, client.principal,
+                       f"start {operation.method} {operation.target}{where}{probing}")
         try:
             commands = flow.flow.start(self.sched.now)
         except Exception as exc:
@@ -314,13 +316,16 @@ class ClientSide(RunState):
         now = self.sched.now
         limits = self.limits
         op = flow.op
+        recording = self.transcript is not None
         if result is not None:
             label = "completed (isError)" if result.get("isError") else "completed"
-            self._note(op, flow.client.principal, f"{label} after {flow.legs} legs")
+            if recording:
+                self._note(op, flow.client.principal, f"{label} after {flow.legs} legs")
         else:
             assert error is not None
             label = outcome_label(error)
-            self._note(op, flow.client.principal, f"{label}: {error}")
+            if recording:
+                self._note(op, flow.client.principal, f"{label}: {error}")
         if flow.hostile is not None:
             label = f"{label} [hostile server: {flow.hostile}]"
         self.outcomes[label] += 1
@@ -366,7 +371,7 @@ class ClientSide(RunState):
         target = flow.client.pending.get(request_id)  # a connection routes responses by id
         if target is None or target.done or target.flow is None or (
             target.last_leg is None or target.last_leg.request_id != request_id
-        ) or target.flow.state is not FlowState.AWAITING_RESPONSE:
+        ) or target.flow.state is not _AWAITING_RESPONSE:
             self.counters.stale += 1
             if self.transcript is not None:
                 self._note(flow.op, flow.client.principal, f"stale {describe_message(message)}")

@@ -68,7 +68,7 @@ class ServerSide(RunState):
             if isinstance(token, str):
                 self.issued[token] = Issued(
                     leg.binding, now, self.sched.now,
-                    instance.ring.active, flow.op,
+                    instance.active, flow.op,
                 )
                 if len(self.issued) % 4096 == 0:
                     self._forget_dead_states()
@@ -159,7 +159,7 @@ class ServerSide(RunState):
             self._violate(inv.STATE_VALID, op,
                           f"{instance.name} accepted expired state {short_token(token)} "
                           f"(issued {info.iat:.6f}, now {now:.6f}, ttl {ttl}, skew {skew})")
-        if info.kid not in instance.ring.ids:
+        if info.kid not in instance.kids:
             self._violate(inv.STATE_VALID, op,
                           f"{instance.name} accepted state sealed with retired key {info.kid}")
 
@@ -217,7 +217,7 @@ class ServerSide(RunState):
             ring = instance.ring.activate(kid)
         else:
             ring = instance.ring.without(kid)
-        instance.ring = ring
+        instance.use_ring(ring)
         instance.codec = self._codec(ring)
         instance.app = self._build_app(instance.codec)
         self._note("-", instance.name, f"key ring: {action} {kid} -> {sorted(ring.ids)}")

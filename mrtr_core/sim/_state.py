@@ -69,18 +69,29 @@ class Client:
 
 
 class Instance:
-    """One server instance: its app, its clock skew, its key ring, up or down."""
+    """One server instance: its app, its clock skew, its key ring, up or down.
 
-    __slots__ = ("app", "codec", "index", "name", "ring", "skew", "up")
+    ``active`` and ``kids`` are the ring's active key id and every key id in it, kept next to
+    the (immutable) ring so that a request does not rebuild them: set them with
+    :meth:`use_ring`.
+    """
+
+    __slots__ = ("active", "app", "codec", "index", "kids", "name", "ring", "skew", "up")
 
     def __init__(self, index: int, skew: float, ring: KeyRing, codec: StateCodec, app: App) -> None:
         self.index = index
         self.name = f"server-{index}"
         self.skew = skew
-        self.ring = ring
+        self.use_ring(ring)
         self.codec = codec
         self.app = app
         self.up = True
+
+    def use_ring(self, ring: KeyRing) -> None:
+        """Hold ``ring`` from now on."""
+        self.ring = ring
+        self.active = ring.active
+        self.kids = ring.ids
 
 
 class Flow:

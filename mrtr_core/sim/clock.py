@@ -7,8 +7,8 @@ Nothing here sleeps, reads a wall clock or starts a thread.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
+from heapq import heappop, heappush
 from typing import Any
 
 __all__ = ["EventBudgetExceeded", "Scheduler"]
@@ -39,11 +39,16 @@ class Scheduler:
         if when < self.now:
             when = self.now
         self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, action, argument))
+        heappush(self._heap, (when, self._seq, action, argument))
 
     def after(self, delay: float, action: Callable[[Any], None], argument: Any = None) -> None:
         """Run ``action(argument)`` ``delay`` seconds from now."""
-        self.at(self.now + delay, action, argument)
+        # at(), inlined: most events are scheduled from now.
+        when = self.now + delay
+        if when < self.now:
+            when = self.now
+        self._seq += 1
+        heappush(self._heap, (when, self._seq, action, argument))
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -55,7 +60,7 @@ class Scheduler:
             EventBudgetExceeded: more than ``max_events`` events ran.
         """
         heap = self._heap
-        pop = heapq.heappop
+        pop = heappop
         events = self.events
         try:
             while heap:

@@ -341,13 +341,14 @@ class ReferenceWorkload:
         if not isinstance(payload, dict) or payload.get("op") != operation.op:
             return f"result is about {payload.get('op') if isinstance(payload, dict) else '?'}"
         marks = _marks_of(payload)
-        foreign = sorted(marks - {operation.op})
-        if foreign:
-            return f"result holds data of {', '.join(foreign)}"
+        marks.discard(operation.op)
+        if marks:
+            return f"result holds data of {', '.join(sorted(marks))}"
         echoed = payload.get("answers") or {}
-        missing = sorted(set(answers) - set(echoed))
-        if missing:
-            return f"result lacks the answers to {', '.join(missing)}"
+        if type(echoed) is not dict or not answers.keys() <= echoed.keys():
+            missing = sorted(set(answers) - set(echoed))
+            if missing:
+                return f"result lacks the answers to {', '.join(missing)}"
         for key, given in answers.items():
             if key in echoed and not _same_answer(given, echoed[key]):
                 return f"answer {key!r} came back as {echoed[key]!r}, the client sent {given!r}"
