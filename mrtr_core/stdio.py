@@ -295,11 +295,7 @@ class StdioClientConnection:
         request_id = message.get("id")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             raise LocalProtocolError("a request needs a string or integer id")
-        try:
-            jsonrpc.parse_request(dict(message))
-        except jsonrpc.MessageError as exc:
-            raise LocalProtocolError(f"not a sendable message: {exc}") from None
-        return request_id, encode_line(message)
+        return request_id, self.send(message)
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes read from the server's stdout; ``b""`` means it closed."""

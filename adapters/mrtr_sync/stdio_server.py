@@ -2,8 +2,8 @@
 
 Lines are read from stdin and each request is answered in a worker thread, so requests may
 interleave; responses are written to stdout one whole line at a time. The worker threads
-leave SIGINT and SIGTERM to the main thread (see :mod:`mrtr_sync.threads`). The server returns at
-end of input after the requests in flight are answered.
+leave SIGINT and SIGTERM to the main thread (see :mod:`mrtr_sync.threads`). The server
+returns at end of input after the requests in flight are answered.
 
 Example (the body of a server script)::
 

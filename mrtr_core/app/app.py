@@ -21,7 +21,6 @@ Validation order (digest §3.5, after the transport's own parse and header check
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import marshal
@@ -29,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from mrtr_core._memo import remember
 from mrtr_core.app.completion import completion_params, completion_result
 from mrtr_core.app.progress import ProgressBook
 from mrtr_core.app.registry import (
@@ -148,8 +148,7 @@ class App:
         self._completer: Completer | None = None
         self._progress = ProgressBook()
         self._may_suspend: dict[Callable[..., Any], bool] = {}
-        # Request _meta read and accepted, by its marshal bytes (bounded, oldest first; an
-        # OrderedDict drops the oldest in O(1), a plain dict would scan for it).
+        # Request _meta read and accepted, by its marshal bytes (bounded, oldest first).
         self._metas: OrderedDict[bytes, RequestMeta] = OrderedDict()
 
     # --- registration ------------------------------------------------------------------
@@ -505,11 +504,7 @@ class App:
                 {"supported": list(SUPPORTED_VERSIONS), "requested": meta.protocol_version},
             )
         if key is not None and len(key) <= _META_KEY_MAX:
-            metas = self._metas
-            if len(metas) >= _METAS_MAX:
-                with contextlib.suppress(KeyError):  # (another thread emptied it meanwhile)
-                    metas.popitem(last=False)
-            metas[key] = meta
+            remember(self._metas, key, meta, _METAS_MAX)
         return meta
 
     # --- results -------------------------------------------------------------------------

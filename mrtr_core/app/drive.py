@@ -1,9 +1,9 @@
 """``drive_sync``: the whole receive -> claim -> invoke -> complete cycle for sync drivers.
 
 Async drivers (trio, asyncio) take the same steps with :mod:`mrtr_core.app.drive_async`,
-awaiting the handler. A sync
-driver may still serve ``async def`` handlers that never suspend on an event loop (they only
-call ``ctx.ask*`` and plain code): the coroutine is stepped to completion inline.
+awaiting the handler. A sync driver may still serve ``async def`` handlers that never
+suspend on an event loop (they only call ``ctx.ask*`` and plain code): the coroutine is
+stepped to completion inline.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ changes, so theirs is not kept).
 from __future__ import annotations
 
 import binascii
-import contextlib
 import hashlib
 import json
 import marshal
@@ -37,6 +36,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from mrtr_core import jsontext
+from mrtr_core._memo import remember
 from mrtr_core.state.binding import digest_json
 from mrtr_core.wire.converter import unstructure_input_request
 from mrtr_core.wire.models import (
@@ -91,8 +91,6 @@ class QuestionDigests:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
-        # Ordered: the oldest entry goes first in O(1) (a plain dict would scan the slots
-        # its deleted front entries left behind, on every eviction).
         self._entries: OrderedDict[tuple[Any, ...], str] = OrderedDict()
         self._parts: OrderedDict[bytes, str] = OrderedDict()  # fingerprint -> part's text
         self.hits = 0
@@ -157,7 +155,7 @@ class QuestionDigests:
                 wire = unstructure_input_request(request)
                 return digest_json(wire), wire
             if part_key is not None:
-                _remember(self._parts, part_key, part_text, self._max)
+                remember(self._parts, part_key, part_text, self._max)
         if key[0] == "form":
             text = _FORM_HEAD + _STRING(key[1]) + _FORM_MID + part_text + _TAIL
         else:
@@ -167,16 +165,8 @@ class QuestionDigests:
             text += _TAIL
         digest = _digest_text(text)
         if fingerprint is not None:
-            _remember(entries, key, digest, self._max)
+            remember(entries, key, digest, self._max)
         return digest, None
-
-
-def _remember(table: OrderedDict[Any, str], key: Any, value: str, most: int) -> None:
-    """``table[key] = value``, the oldest entry going first when ``table`` is full."""
-    if len(table) >= most:
-        with contextlib.suppress(KeyError):  # (another thread emptied it)
-            table.popitem(last=False)
-    table[key] = value
 
 
 SHARED_DIGESTS: Final = QuestionDigests()

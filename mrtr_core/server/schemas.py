@@ -7,7 +7,6 @@ Tool arguments and form answers are checked on every round, so each schema's
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from mrtr_core import jsontext
+from mrtr_core._memo import remember
 
 __all__ = ["CompiledSchema", "SchemaCache"]
 
@@ -63,8 +63,6 @@ class SchemaCache:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
-        # Ordered: the oldest entry goes first in O(1) (a plain dict would scan the slots
-        # its deleted front entries left behind, on every eviction).
         self._by_key: OrderedDict[str, CompiledSchema] = OrderedDict()
         self._by_content: OrderedDict[str | bytes, CompiledSchema] = OrderedDict()
 
@@ -88,9 +86,9 @@ class SchemaCache:
             if type(content) is bytes:
                 _CANONICAL(schema)  # a schema that is not JSON raises here, as it always did
             found = CompiledSchema(schema)
-            _put(self._by_content, content, found, self._max)
+            remember(self._by_content, content, found, self._max)
         if key is not None:
-            _put(self._by_key, key, found, self._max)
+            remember(self._by_key, key, found, self._max)
         return found
 
 
@@ -103,12 +101,3 @@ def _content_key(schema: Any) -> str | bytes:
         return marshal.dumps(schema, 2)
     except ValueError:
         return _CANONICAL(schema)
-
-
-def _put(
-    entries: OrderedDict[Any, CompiledSchema], key: str | bytes, value: CompiledSchema, limit: int
-) -> None:
-    if len(entries) >= limit:
-        with contextlib.suppress(KeyError):  # (another thread emptied it)
-            entries.popitem(last=False)
-    entries[key] = value

@@ -73,14 +73,16 @@ def _app(masks: list[set[signal.Signals]]) -> App:
     return app
 
 
-def _call_tool(name: str, request_id: int) -> dict[str, Any]:
+def _call_tool(
+    name: str, request_id: int, arguments: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "tools/call",
         "params": {
             "name": name,
-            "arguments": {},
+            "arguments": arguments or {},
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
                 "io.modelcontextprotocol/clientCapabilities": {},
@@ -216,11 +218,7 @@ def test_a_server_process_stops_on_one_sigterm_while_its_main_thread_sleeps() ->
         # A kept-alive connection gives the process a connection thread besides the
         # accepting one: either could be handed the signal if it did not block it.
         with HttpTransport(line.split()[1]) as transport:
-            reply = transport.request(
-                {**_call_tool("echo", 1), "params": {**_call_tool("echo", 1)["params"],
-                                                     "arguments": {"text": "hi"}}},
-                timeout=LIMIT,
-            )
+            reply = transport.request(_call_tool("echo", 1, {"text": "hi"}), timeout=LIMIT)
             assert reply["result"]["content"][0]["text"] == "hi"
             os.kill(child.pid, signal.SIGTERM)  # once
             assert child.wait(LIMIT) == 0
