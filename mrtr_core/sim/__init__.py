@@ -21,6 +21,7 @@ from mrtr_core.sim.mutations import MUTATION_NAMES, Mutations
 from mrtr_core.sim.prng import Prng
 from mrtr_core.sim.report import Counters, Report, Violation
 from mrtr_core.sim.simulation import Simulation, Timing
+from mrtr_core.sim.sweep import SweepReport
 from mrtr_core.sim.transcript import Transcript
 from mrtr_core.sim.workload import (
     FULL_CAPABILITIES,
@@ -58,6 +59,7 @@ __all__ = [
     "RoundRobin",
     "Scheduler",
     "Simulation",
+    "SweepReport",
     "Timing",
     "Transcript",
     "Violation",

@@ -1,0 +1,155 @@
+"""Many seeded campaigns at once: one campaign per seed, spread over worker processes.
+
+Each seed's campaign is the one ``mrtr sim --seed S`` runs alone (the simulator is
+deterministic and shares nothing between seeds), so the :class:`SweepReport` is the same
+whatever the number of workers; the workers only let a machine with more cores run more
+seeds in the same time. A worker is a fresh interpreter (``spawn``): nothing of the calling
+process, its threads or its locks, is copied into it.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from mrtr_core.sim import Faults, Mutations, Report, Workload, campaign
+from mrtr_core.sim.sweep import SweepReport
+
+__all__ = ["SweepError", "run_sweep"]
+
+
+class SweepError(RuntimeError):
+    """A campaign raised instead of reporting (a bug in the simulator or the code under
+    test): its seed and the worker's traceback.
+
+    Attributes:
+        seed: The seed whose campaign raised.
+    """
+
+    def __init__(self, seed: int, detail: str) -> None:
+        super().__init__(f"the campaign with seed {seed} raised:\n{detail}")
+        self.seed = seed
+
+
+@attrs.frozen
+class _Settings:
+    """Everything a worker needs besides the seed (sent to it by pickling)."""
+
+    flows: int
+    faults: Faults | None
+    instances: int
+    balancer: str | None
+    workload: Workload | None
+    mutations: Mutations | None
+
+
+def _campaign(settings: _Settings, seed: int) -> tuple[int, Report | None, str | None]:
+    """One seed's campaign: ``(seed, report, None)``, or ``(seed, None, traceback)``."""
+    try:
+        report = campaign(
+            seed,
+            settings.flows,
+            settings.faults,
+            instances=settings.instances,
+            balancer=settings.balancer,
+            workload=settings.workload,
+            mutations=settings.mutations,
+        )
+    except Exception:
+        return seed, None, traceback.format_exc()
+    return seed, report, None
+
+
+def _worker_init() -> None:
+    # Ctrl-C reaches every process of the terminal's group; the parent alone handles it
+    # (it stops the workers), so the workers do not each print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _check(seeds: Sequence[int], flows: int, instances: int, jobs: int) -> None:
+    if not seeds:
+        raise ValueError("a sweep needs at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError("a sweep runs each seed once")
+    if flows < 1:
+        raise ValueError(f"flows must be at least 1, got {flows}")
+    if instances < 1:
+        raise ValueError(f"instances must be at least 1, got {instances}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+
+
+def run_sweep(
+    seeds: Sequence[int],
+    flows: int,
+    faults: Faults | None = None,
+    *,
+    instances: int = 3,
+    balancer: str | None = None,
+    workload: Workload | None = None,
+    mutations: Mutations | None = None,
+    jobs: int = 1,
+    on_report: Callable[[Report], None] | None = None,
+) -> SweepReport:
+    """Run ``campaign(seed, flows, faults, ...)`` for every seed of ``seeds``.
+
+    Args:
+        seeds: The campaigns' seeds (each once).
+        flows: Flows per campaign.
+        faults: The same fault rates for every seed, or ``None``: each seed draws its own
+            (as ``mrtr sim`` does by default).
+        instances: Server instances behind the balancer.
+        balancer: The balancer's name, or ``None``: drawn from each seed.
+        workload: The app under test (default: the reference workload); it must pickle.
+        mutations: Planted bugs (tests of the simulator only).
+        jobs: Worker processes; ``1`` runs the campaigns one after another in this process.
+        on_report: Called with each report as its campaign ends (in the order they end).
+
+    Raises:
+        ValueError: No seed, a seed twice, or a count below 1.
+        SweepError: A campaign raised; the others are stopped.
+    """
+    _check(seeds, flows, instances, jobs)
+    settings = _Settings(flows, faults, instances, balancer, workload, mutations)
+    jobs = min(jobs, len(seeds))
+    reports: list[Report] = []
+
+    def take(result: tuple[int, Report | None, str | None]) -> None:
+        seed, report, error = result
+        if report is None:
+            raise SweepError(seed, error or "")
+        reports.append(report)
+        if on_report is not None:
+            on_report(report)
+
+    if jobs == 1:
+        for seed in seeds:
+            take(_campaign(settings, seed))
+        return SweepReport(tuple(reports))
+    context = multiprocessing.get_context("spawn")
+    pool = context.Pool(jobs, initializer=_worker_init)
+    interrupted = False
+    try:
+        for result in pool.imap_unordered(_run_one, [(settings, seed) for seed in seeds]):
+            take(result)
+    except KeyboardInterrupt:
+        interrupted = True  # raised again below, once the pool is gone
+    finally:
+        pool.terminate()
+        pool.join()
+    if interrupted:
+        # The interrupt's traceback held the pool's queues; with it gone, collect them now
+        # so their semaphores are released even if the process then ends with os._exit.
+        del pool
+        gc.collect()
+        raise KeyboardInterrupt
+    return SweepReport(tuple(reports))
+
+
+def _run_one(job: tuple[_Settings, int]) -> tuple[int, Report | None, str | None]:
+    return _campaign(*job)
