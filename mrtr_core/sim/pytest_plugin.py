@@ -18,6 +18,9 @@ Enable it in your top-level ``conftest.py``::
 test with the seed and the shortest transcript that shows the violation. The seed is drawn
 from the test's id unless given (``seed=`` or ``--mrtr-sim-seed``), so every run of a test is
 the same run; ``--mrtr-sim-flows`` and ``--mrtr-sim-faults`` override the test's own choice.
+``--mrtr-sim-seeds=K`` runs each simulation under ``K`` consecutive seeds from that one (a
+deeper run, say nightly): ``run`` still returns the first seed's report, every report is kept
+in ``mrtr_sim.reports``, and the first seed that breaks an invariant fails the test, named.
 
 This module imports pytest; ``mrtr_core.sim`` never imports it.
 """
@@ -38,14 +41,23 @@ from mrtr_core.sim.workload import AppWorkload, Operation, Workload
 from mrtr_core.state import StateCodec
 from mrtr_core.wire.models import InputRequest, InputResponse, JsonObject
 
-__all__ = ["SimRunner", "mrtr_sim", "pytest_addoption", "pytest_report_header"]
+__all__ = [
+    "SimRunner",
+    "mrtr_sim",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_report_header",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--mrtr-sim-seed``, ``--mrtr-sim-flows``, ``--mrtr-sim-faults``."""
+    """``--mrtr-sim-seed``, ``--mrtr-sim-seeds``, ``--mrtr-sim-flows``, ``--mrtr-sim-faults``."""
     group = parser.getgroup("mrtr-sim", "MRTR simulator")
     group.addoption("--mrtr-sim-seed", type=int, default=None,
                     help="seed of every mrtr_sim run (default: drawn from the test's id)")
+    group.addoption("--mrtr-sim-seeds", type=int, default=1,
+                    help="run every mrtr_sim simulation under this many consecutive seeds, "
+                         "from its own seed on (default 1)")
     group.addoption("--mrtr-sim-flows", type=int, default=None,
                     help="flows of every mrtr_sim run (default: the test's own)")
     group.addoption("--mrtr-sim-faults", default=None,
@@ -53,18 +65,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "name=rate,... (default: the test's own)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse a seed count below one before any test runs."""
+    seeds = config.getoption("mrtr_sim_seeds", default=1)
+    if seeds < 1:
+        raise pytest.UsageError(f"--mrtr-sim-seeds must be at least 1, got {seeds}")
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """Name the forced seed, if any, in the session header."""
+    """Name the forced seed and the seed count, if any, in the session header."""
     seed = config.getoption("mrtr_sim_seed")
-    return None if seed is None else f"mrtr-sim: seed={seed}"
+    seeds = config.getoption("mrtr_sim_seeds")
+    parts = ([] if seed is None else [f"seed={seed}"]) + ([] if seeds == 1 else [f"seeds={seeds}"])
+    return f"mrtr-sim: {' '.join(parts)}" if parts else None
 
 
 class SimRunner:
     """What the ``mrtr_sim`` fixture gives a test: :meth:`run` a simulation of your app."""
 
     def __init__(self, nodeid: str, seed: int | None, flows: int | None,
-                 faults: str | None) -> None:
+                 faults: str | None, seeds: int = 1) -> None:
+        if seeds < 1:
+            raise ValueError(f"seeds must be at least 1, got {seeds}")
         self.default_seed = stream_key(nodeid) % 1_000_000_007 if seed is None else seed
+        self.seeds = seeds
         self._forced_seed = seed
         self._forced_flows = flows
         self._forced_faults = faults
@@ -84,7 +108,9 @@ class SimRunner:
         expect_ok: bool = True,
         **options: Any,
     ) -> Report:
-        """Simulate ``flows`` operations of your app and check every invariant.
+        """Simulate ``flows`` operations of your app and check every invariant (under
+        :attr:`seeds` consecutive seeds; the first one's report is returned, all are kept in
+        :attr:`reports`).
 
         Args:
             workload: A whole :class:`~mrtr_core.sim.Workload`; or give the parts:
@@ -111,20 +137,21 @@ class SimRunner:
         if self._forced_flows is not None:
             flows = self._forced_flows
         chosen = self._forced_faults if self._forced_faults is not None else faults
-        report = Simulation(
-            seed,
-            flows=flows,
-            faults=Faults.parse(chosen) if isinstance(chosen, str) else chosen,
-            workload=workload,
-            **options,
-        ).run()
-        self.reports.append(report)
-        if expect_ok and not report.ok:
-            pytest.fail(
-                f"{report.summary()}\n\nre-run this test with --mrtr-sim-seed={seed}",
-                pytrace=False,
-            )
-        return report
+        fault_rates = Faults.parse(chosen) if isinstance(chosen, str) else chosen
+        first: Report | None = None
+        for each in range(seed, seed + self.seeds):
+            report = Simulation(
+                each, flows=flows, faults=fault_rates, workload=workload, **options
+            ).run()
+            self.reports.append(report)
+            first = report if first is None else first
+            if expect_ok and not report.ok:
+                pytest.fail(
+                    f"{report.summary()}\n\nre-run this test with --mrtr-sim-seed={each}",
+                    pytrace=False,
+                )
+        assert first is not None  # seeds >= 1
+        return first
 
 
 @pytest.fixture
@@ -136,4 +163,5 @@ def mrtr_sim(request: pytest.FixtureRequest) -> SimRunner:
         config.getoption("mrtr_sim_seed"),
         config.getoption("mrtr_sim_flows"),
         config.getoption("mrtr_sim_faults"),
+        config.getoption("mrtr_sim_seeds"),
     )

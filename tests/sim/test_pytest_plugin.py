@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CONFTEST = 'pytest_plugins = ["mrtr_core.sim.pytest_plugin"]\n'
 
 USER_TESTS = r'''
@@ -96,3 +98,77 @@ def test_plugin_seed_option_forces_the_seed(tmp_path: Path) -> None:
         return out[start : out.index("re-run this test with --mrtr-sim-seed=5", start)]
 
     assert report(done.stdout) == report(again.stdout)
+
+
+RARE_BUG_TESTS = r'''
+from mrtr_core.app import App
+from mrtr_core.server import form
+from mrtr_core.sim import Operation
+
+
+def app(codec):
+    app = App("deploy", "1.0", codec=codec)
+
+    @app.tool()
+    def deploy(ctx, version: str) -> str:
+        ctx.ask("confirm", form(f"Deploy {version}?", ok=bool))
+        return f"deployed {version}"
+
+    return app
+
+
+def operations(index, prng):
+    version = "0.0" if prng.random() < 0.05 else f"1.{index}"  # rare: some seeds draw it
+    return Operation(op=f"op-{index}", method="tools/call",
+                     params={"name": "deploy", "arguments": {"version": version}})
+
+
+def refuses_version_zero(operation, result, answers):
+    text = result["content"][0]["text"]
+    return "deployed version 0.0" if text == "deployed 0.0" else ""
+
+
+def test_rare_bug(mrtr_sim):
+    report = mrtr_sim.run(app_factory=app, operations=operations, check=refuses_version_zero,
+                          flows=10, faults="none", seed=4)
+    assert report.seed == 4
+    assert [r.seed for r in mrtr_sim.reports] == list(range(4, 4 + mrtr_sim.seeds))
+'''
+
+
+def _pytest_rare(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (tmp_path / "test_rare_bug.py").write_text(RARE_BUG_TESTS, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rN", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_plugin_seeds_option_runs_consecutive_seeds_and_names_the_first_that_fails(
+    tmp_path: Path,
+) -> None:
+    # Seeds 4, 5 and 6 never draw version 0.0 in ten flows; seed 7 does.
+    passed = _pytest_rare(tmp_path, "-q", "--mrtr-sim-seeds=3")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "1 passed" in passed.stdout
+    failed = _pytest_rare(tmp_path, "--mrtr-sim-seeds=4")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "mrtr-sim: seeds=4" in failed.stdout
+    assert "mrtr simulation: seed=7 flows=10" in failed.stdout
+    assert "deployed version 0.0" in failed.stdout
+    assert "re-run this test with --mrtr-sim-seed=7" in failed.stdout
+    alone = _pytest_rare(tmp_path, "-q", "--mrtr-sim-seed=7")
+    assert alone.returncode == 1 and "mrtr simulation: seed=7 flows=10" in alone.stdout
+
+
+def test_plugin_refuses_a_seed_count_below_one(tmp_path: Path) -> None:
+    done = _pytest_rare(tmp_path, "-q", "--mrtr-sim-seeds=0")
+    assert done.returncode == 4  # pytest's usage error
+    assert "--mrtr-sim-seeds must be at least 1, got 0" in done.stderr
+
+
+def test_runner_refuses_a_seed_count_below_one() -> None:
+    from mrtr_core.sim.pytest_plugin import SimRunner
+
+    with pytest.raises(ValueError, match="seeds must be at least 1, got 0"):
+        SimRunner("test_x", None, None, None, seeds=0)
