@@ -69,9 +69,12 @@ def test_leaky_app_is_caught(mrtr_sim):
 '''
 
 
-def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _pytest(
+    tmp_path: Path, *args: str, tests: tuple[str, str] = ("test_user_app.py", USER_TESTS)
+) -> subprocess.CompletedProcess[str]:
+    """A pytest of the user's own, in ``tmp_path``, on the test module ``tests`` (name, text)."""
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
-    (tmp_path / "test_user_app.py").write_text(USER_TESTS, encoding="utf-8")
+    (tmp_path / tests[0]).write_text(tests[1], encoding="utf-8")
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rN", *args],
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
@@ -137,11 +140,7 @@ def test_rare_bug(mrtr_sim):
 
 
 def _pytest_rare(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
-    (tmp_path / "test_rare_bug.py").write_text(RARE_BUG_TESTS, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rN", *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    return _pytest(tmp_path, *args, tests=("test_rare_bug.py", RARE_BUG_TESTS))
 
 
 def test_plugin_seeds_option_runs_consecutive_seeds_and_names_the_first_that_fails(
