@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import pickle
 import signal
 import traceback
 from collections.abc import Callable, Sequence
@@ -105,13 +106,20 @@ def run_sweep(
             (as ``mrtr sim`` does by default).
         instances: Server instances behind the balancer.
         balancer: The balancer's name, or ``None``: drawn from each seed.
-        workload: The app under test (default: the reference workload); it must pickle.
+        workload: The app under test (default: the reference workload). With more than
+            one job it is sent to the workers, so it must pickle: module-level functions
+            and classes, no lambdas or closures.
         mutations: Planted bugs (tests of the simulator only).
         jobs: Worker processes; ``1`` runs the campaigns one after another in this process.
         on_report: Called with each report as its campaign ends (in the order they end).
 
+    The workers are fresh interpreters that import the calling program's main module, so
+    a script that calls this at its top level must do so under
+    ``if __name__ == "__main__":``, as with any ``multiprocessing`` pool.
+
     Raises:
-        ValueError: No seed, a seed twice, or a count below 1.
+        ValueError: No seed, a seed twice, a count below 1, or (with more than one job) a
+            workload or mutations that cannot be sent to a worker.
         SweepError: A campaign raised; the others are stopped.
     """
     _check(seeds, flows, instances, jobs)
@@ -127,6 +135,14 @@ def run_sweep(
         if on_report is not None:
             on_report(report)
 
+    if jobs > 1:
+        try:
+            pickle.dumps(settings)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise ValueError(
+                f"the workload cannot be sent to worker processes ({exc}); define its parts "
+                "at module level, or run with jobs=1"
+            ) from None
     if jobs == 1:
         for seed in seeds:
             take(_campaign(settings, seed))

@@ -12,7 +12,15 @@ import pytest
 from mrtr_cli.main import main
 from mrtr_cli.simsweep import SweepError, run_sweep
 
-from mrtr_core.sim import Faults, Mutations, ReferenceWorkload, campaign
+from mrtr_core.app import App
+from mrtr_core.sim import (
+    AppWorkload,
+    Faults,
+    Mutations,
+    Operation,
+    ReferenceWorkload,
+    campaign,
+)
 
 
 def test_workers_give_each_seed_the_report_it_gets_alone() -> None:
@@ -121,3 +129,25 @@ def test_sigterm_stops_the_command_and_its_workers_like_ctrl_c(
     assert "interrupted" in capsys.readouterr().err
     assert multiprocessing.active_children() == []
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_workload_that_cannot_reach_the_workers_is_refused_up_front() -> None:
+    def make_app(codec: Any) -> App:  # a local function: it does not pickle
+        app = App("echo", "1.0", codec=codec)
+
+        @app.tool()
+        def echo(ctx: Any, text: str) -> str:
+            return text
+
+        return app
+
+    workload = AppWorkload(
+        app_factory=make_app,
+        operations=lambda index, prng: Operation(
+            op=f"op-{index}", method="tools/call",
+            params={"name": "echo", "arguments": {"text": f"t{index}"}}),
+    )
+    with pytest.raises(ValueError, match="cannot be sent to worker processes"):
+        run_sweep([1, 2], 10, workload=workload, jobs=2)
+    assert run_sweep([1], 10, workload=workload, jobs=2).ok  # one seed: no worker needed
+    assert run_sweep([1, 2], 10, workload=workload, jobs=1).ok
