@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything the tests need (Python packages, Redis, nginx, Node 22 and the official
-# conformance harness), then run lint, types and the whole test suite.
+# Install everything the tests need (Python packages, Redis, nginx, Node 22, the official
+# conformance harness and the official TypeScript SDK), then run lint, types and the whole
+# test suite.
 # Caches downloads under ${MRTR_CACHE:-$HOME/.cache/mrtr}. Exits non-zero on any failure,
 # and also when pytest collected no test at all.
 set -euo pipefail
@@ -21,6 +22,7 @@ step "services and harness"
 bash scripts/redis.sh install
 bash scripts/setup_nginx.sh
 bash scripts/conformance.sh --install >/dev/null
+bash scripts/ts_sdk.sh --install >/dev/null
 
 step "ruff"
 .venv/bin/ruff check .
