@@ -151,7 +151,7 @@ def run_sweep(
     pool = context.Pool(jobs, initializer=_worker_init)
     interrupted = False
     try:
-        for result in pool.imap_unordered(_run_one, [(settings, seed) for seed in seeds]):
+        for result in pool.imap_unordered(_run_one, ((settings, seed) for seed in seeds)):
             take(result)
     except KeyboardInterrupt:
         interrupted = True  # raised again below, once the pool is gone
