@@ -22,6 +22,7 @@ sent: a user is never prompted, and no leg sent, once the budget is spent.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -64,6 +65,7 @@ from mrtr_core.client.states import (
     Trigger,
 )
 from mrtr_core.errors import (
+    UNSUPPORTED_PROTOCOL_VERSION,
     CodecError,
     FlowCancelledError,
     FlowDeadlineError,
@@ -131,6 +133,7 @@ _T_INPUT_REQUIRED: Final = Trigger.INPUT_REQUIRED
 _T_INPUT_REQUIRED_MANUAL: Final = Trigger.INPUT_REQUIRED_MANUAL
 _T_STATE_ONLY: Final = Trigger.STATE_ONLY
 _T_REJECTED: Final = Trigger.REJECTED
+_T_VERSION_RETRIED: Final = Trigger.VERSION_RETRIED
 _T_HANDLER_RETURNED: Final = Trigger.HANDLER_RETURNED
 _T_ROUND_FULFILLED: Final = Trigger.ROUND_FULFILLED
 _T_UNUSABLE_ANSWER: Final = Trigger.UNUSABLE_ANSWER
@@ -169,6 +172,9 @@ _UNJUDGED: Final = "?"  # a verdict cache miss (never a real verdict)
 _SAME_VERDICT_PER_CLASS: Final = frozenset({ElicitFormRequest, ElicitUrlRequest, ListRootsRequest})
 
 Verdicts: TypeAlias = dict[type, str | None]
+LegInputs: TypeAlias = tuple["JsonObject | None", "str | None", bool]
+"""What a leg carries besides the request: ``inputResponses``, ``requestState``, and whether
+it is a state-only retry."""
 _VERDICT_CACHE_SIZE: Final = 32
 # Verdicts (see ClientFlow._unsupported) shared by the flows of the same capabilities object
 # (by identity; held, so its id is not reused) and handled kinds: a client's flows share them.
@@ -226,9 +232,9 @@ class ClientFlow:
     __slots__ = (
         "_answers", "_cancelled", "_capabilities", "_error", "_flow_deadline",
         "_handled_kinds", "_handler_deadline", "_last_result", "_leg_deadline", "_leg_id",
-        "_legs", "_limits", "_manual", "_meta", "_method", "_next_id", "_now", "_outstanding",
-        "_pending", "_random", "_requests", "_result", "_rounds", "_seeded", "_state",
-        "_streak", "_verdicts", "_wake_at",
+        "_leg_inputs", "_legs", "_limits", "_manual", "_meta", "_method", "_next_id", "_now",
+        "_outstanding", "_pending", "_random", "_requests", "_result", "_rounds", "_seeded",
+        "_state", "_streak", "_verdicts", "_version_retried", "_wake_at",
     )
 
     def __init__(
@@ -270,6 +276,9 @@ class ClientFlow:
         self._state = _S_IDLE
         self._rounds = 0  # legs sent
         self._leg_id: RequestId | None = None  # id of the last leg sent
+        # What the last leg carried: (inputResponses, requestState, state-only).
+        self._leg_inputs: LegInputs = (None, None, False)
+        self._version_retried = False  # a leg was sent again after -32022 (once per flow)
         self._outstanding: RequestId | None = None  # leg whose response is awaited
         self._last_result: InputRequiredResult | None = None
         self._seeded = False  # IDLE with a persisted input_required result to resume from
@@ -656,7 +665,10 @@ class ClientFlow:
             )
         if not has_result:
             # An error response's id may be null when the server could not read ours.
-            return self._reject(_read_error(message["error"]))
+            error = _read_error(message["error"])
+            if self._version_retried or not _names_our_version(error, self._meta):
+                return self._reject(error)
+            return self._send_leg_again(now)
         if response_id is None:
             return self._reject(RemoteProtocolError("result response carries no id"))
         result = message["result"]
@@ -864,9 +876,10 @@ class ClientFlow:
             assert self._last_result is not None
             # digest §2.4: a state-only retry carries the state and no inputResponses.
             request_id = self._draw_id()
-            message = self._legs.build(request_id, None, self._last_result.request_state)
+            carried = self._last_result.request_state
+            message = self._legs.build(request_id, None, carried)
             return self._commit_leg(request_id, message, now, _T_PACING_ELAPSED,
-                                    state_only=True)
+                                    state_only=True, inputs=(None, carried, True))
         self._state = TRANSITIONS[self._state, _T_TIMER_EARLY]
         return []
 
@@ -897,11 +910,25 @@ class ClientFlow:
         # C6: inputResponses holds this round's answers under the server's keys, in the
         # server's order. The dict goes into the message: the flow keeps no reference.
         responses = answers if tuple(answers) == keys else {key: answers[key] for key in keys}
-        message = self._legs.build(request_id, responses, result.request_state)
+        state = result.request_state
+        message = self._legs.build(request_id, responses, state)
         fulfilled = _round_fulfilled(self._rounds, keys)
         self._answers = {}
         self._pending = {}
-        return self._commit_leg(request_id, message, now, sent, False, fulfilled)
+        return self._commit_leg(request_id, message, now, sent, False, fulfilled,
+                                inputs=(responses, state, False))
+
+    def _send_leg_again(self, now: float) -> list[ClientCommand]:
+        """The leg in flight once more, the same round on a new id (C4): the server refused
+        its protocol version while listing it as supported (digest §3.2, Versioning)."""
+        responses, state, state_only = self._leg_inputs
+        request_id = self._draw_id()
+        # The last message holds the answers it carried; this one gets copies of its own.
+        again = None if responses is None else copy.deepcopy(responses)
+        message = self._legs.build(request_id, again, state)
+        self._version_retried = True
+        return self._commit_leg(request_id, message, now, _T_VERSION_RETRIED, state_only,
+                                inputs=(again, state, state_only), same_round=True)
 
     def _draw_id(self) -> RequestId:
         """The next leg's id from ``next_id``, checked; changes nothing in the flow."""
@@ -925,9 +952,13 @@ class ClientFlow:
         trigger: Trigger,
         state_only: bool,
         notice: RoundFulfilled | None = None,
+        inputs: LegInputs = (None, None, False),
+        same_round: bool = False,
     ) -> list[ClientCommand]:
-        """The leg is sent: ``[notice,] RoundStarted, SendRequest``."""
-        rounds = self._rounds = self._rounds + 1
+        """The leg is sent: ``[notice,] RoundStarted, SendRequest``. ``inputs`` are what
+        it carries; ``same_round``: it is a round's leg sent again (it does not count)."""
+        rounds = self._rounds = self._rounds if same_round else self._rounds + 1
+        self._leg_inputs = inputs
         self._leg_id = request_id
         self._outstanding = request_id
         self._seeded = False
@@ -996,6 +1027,17 @@ class ClientFlow:
         if not now >= self._now:  # also refuses NaN
             raise LocalProtocolError(f"now must not run backwards: {now!r} after {self._now!r}")
         self._now = now
+
+
+def _names_our_version(error: MrtrError, meta: RequestMeta) -> bool:
+    """Whether ``error`` is ``-32022`` (unsupported protocol version) whose
+    ``data.supported`` lists the version ``meta`` sends: the one version this flow can
+    retry with (digest §1.8, §3.2)."""
+    if type(error) is not JsonRpcError or error.code != UNSUPPORTED_PROTOCOL_VERSION:
+        return False
+    data = error.data
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return isinstance(supported, list) and meta.protocol_version in supported
 
 
 def _read_error(error: Any) -> MrtrError:

@@ -82,6 +82,7 @@ class Trigger(enum.Enum):
     INPUT_REQUIRED_MANUAL = (Input.RESPONSE, "input_required: answers awaited")
     STATE_ONLY = (Input.RESPONSE, "input_required, state only")
     REJECTED = (Input.RESPONSE, "error, invalid or over a limit")
+    VERSION_RETRIED = (Input.RESPONSE, "-32022 naming our version: leg sent again")
     HANDLER_RETURNED = (Input.HANDLER_RETURNED, "answer recorded")
     ROUND_FULFILLED = (Input.HANDLER_RETURNED, "last answer: retry sent")
     UNUSABLE_ANSWER = (Input.HANDLER_RETURNED, "bad answer or budget spent")
@@ -123,6 +124,9 @@ TRANSITIONS: Final[dict[tuple[FlowState, Trigger], FlowState]] = {
     (_S.AWAITING_RESPONSE, _T.INPUT_REQUIRED_MANUAL): _S.AWAITING_ANSWERS,
     (_S.AWAITING_RESPONSE, _T.STATE_ONLY): _S.PACING,
     (_S.AWAITING_RESPONSE, _T.REJECTED): _S.FAILED,
+    # The server refused the leg's protocol version but lists it as supported (digest §3.2,
+    # Versioning: the client picks a common version and retries): once per flow.
+    (_S.AWAITING_RESPONSE, _T.VERSION_RETRIED): _S.AWAITING_RESPONSE,
     # Handlers of one round, all running at once (C1).
     (_S.AWAITING_HANDLERS, _T.HANDLER_RETURNED): _S.AWAITING_HANDLERS,
     (_S.AWAITING_HANDLERS, _T.ROUND_FULFILLED): _S.AWAITING_RESPONSE,

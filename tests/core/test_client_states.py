@@ -13,6 +13,7 @@ from client_helpers import (
     PARAMS,
     Ids,
     done,
+    error,
     form,
     irr,
     make_flow,
@@ -225,6 +226,11 @@ def test_every_transition_is_taken_by_some_scenario(monkeypatch: pytest.MonkeyPa
     f = _flow()
     f.start(0.0)
     f.handle(ok(1, {"resultType": "task"}), 1.0)
+    # The server refuses the leg's version but lists it: the leg is sent again.
+    f = _flow()
+    f.start(0.0)
+    f.handle(error(1, -32022, "Unsupported protocol version",
+                   {"supported": ["2026-07-28"], "requested": "2026-07-28"}), 1.0)
     # Handlers: one returns, the last returns, a bad answer, a failure.
     for finish in ("return", "bad", "fail"):
         f = _flow()
