@@ -14,7 +14,11 @@ pending ``http-custom-header-server-validation`` (``Mcp-Param-*`` header validat
 to the HTTP layer; the harness does not score it for 2026-07-28 either).
 
 Client: the harness's mock server runs ``examples/conformance_client.py`` for
-``sep-2322-client-request-state`` once per client runtime.
+``sep-2322-client-request-state`` once per client runtime, and for every other client scenario
+the 2026-07-28 requirement set names, at the 2026-07-28 wire, but the OAuth ones (the client
+does no authorization): tools, per-request ``_meta`` and the ``-32022`` version retry,
+``Mcp-Method``/``Mcp-Name`` and ``Mcp-Param-*`` headers, tools with invalid ``x-mcp-header``
+annotations dropped, a network ``$ref`` never fetched. Same bar: no FAILURE, no WARNING.
 """
 
 from __future__ import annotations
@@ -69,6 +73,12 @@ CLIENT_CHECKS = frozenset({
     "sep-2322-client-no-state-omitted", "sep-2322-client-parallel-isolation",
     "sep-2322-default-result-type-complete",
 })
+
+# The other client scenarios of `conformance list --requirements 2026-07-28`, OAuth aside.
+OTHER_CLIENT_SCENARIOS = (
+    "tools_call", "request-metadata", "http-standard-headers", "http-custom-headers",
+    "http-invalid-tool-headers", "json-schema-ref-no-deref",
+)
 
 _RESULT_DIR = re.compile(r"^(?:server-)?(?P<name>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 
@@ -210,3 +220,32 @@ def test_client_request_state_scenario(conformance: Path, runtime: str, tmp_path
         f"harness exit {done.returncode}\nclient stdout:\n"
         f"{client_out.read_text() if client_out else ''}"
         f"\nclient stderr:\n{client_err.read_text() if client_err else ''}")
+
+
+def test_the_other_client_scenarios_are_the_harness_set(conformance: Path) -> None:
+    listed = harness(conformance, "list", "--client", "--requirements", "2026-07-28",
+                     timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    section = listed.stdout.split("Client scenarios", 1)[1].split("Run and reported", 1)[0]
+    names = re.findall(r"^\s+- (\S+)", section, flags=re.MULTILINE)
+    assert set(names) - {CLIENT_SCENARIO} - set(OTHER_CLIENT_SCENARIOS) == {
+        name for name in names if name.startswith("auth/")}
+
+
+@pytest.mark.parametrize("scenario", OTHER_CLIENT_SCENARIOS)
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_other_client_scenario(
+    conformance: Path, runtime: str, scenario: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    command = f"{sys.executable} {CLIENT} --runtime {runtime}"
+    done = harness(conformance, "client", "--command", command, "--scenario", scenario,
+                   "--spec-version", "2026-07-28", "-o", str(out))
+    checks = read_results(out).get(scenario)
+    assert checks is not None, f"no results:\n{done.stdout[-4000:]}\n{done.stderr}"
+    assert any(c.get("status") == "SUCCESS" for c in checks), f"{scenario}: no passing check"
+    client_err = next(out.glob("*/stderr.txt"), None)
+    bad = bad_checks(checks)
+    assert not bad, f"{scenario} [{runtime}]:\n  " + "\n  ".join(bad) + (
+        f"\nclient stderr:\n{client_err.read_text()}" if client_err else "")
+    assert done.returncode == 0, f"harness exit {done.returncode}:\n{done.stderr[-4000:]}"
