@@ -908,7 +908,8 @@ class ClientFlow:
             raise
         keys = tuple(result.input_requests)
         # C6: inputResponses holds this round's answers under the server's keys, in the
-        # server's order. The dict goes into the message: the flow keeps no reference.
+        # server's order. The dict goes into the message; the flow reads it again only to
+        # send the leg once more after a -32022, and then sends a copy.
         responses = answers if tuple(answers) == keys else {key: answers[key] for key in keys}
         state = result.request_state
         message = self._legs.build(request_id, responses, state)
