@@ -7,17 +7,20 @@ repeats, and reported as the median with the spread (min, max, interquartile ran
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
 import math
 import os
 import select
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +150,32 @@ def free_port() -> int:
 def python() -> str:
     """The interpreter running the benchmarks (the project's virtualenv)."""
     return sys.executable
+
+
+_TS_PEERS: dict[str, Path] = {}
+
+
+def ts_peer(script: str) -> list[str]:
+    """The command line of a TypeScript SDK peer (``peers/ts_*.mjs``) under Node 22.
+
+    ``scripts/ts_sdk.sh`` installs Node and the pinned SDK packages (once, into the cache);
+    the peers run from a folder of this process whose ``node_modules`` links to them (ES
+    modules find packages from where the importing file lies). Raises ``RuntimeError``
+    when the install fails.
+    """
+    if not _TS_PEERS:
+        done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "ts_sdk.sh"), "--install"],
+                              capture_output=True, text=True, timeout=600, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"installing the TypeScript SDK failed:\n{done.stderr[-2000:]}")
+        node, packages = done.stdout.split()
+        folder = Path(tempfile.mkdtemp(prefix="mrtr-ts-peers-"))
+        atexit.register(shutil.rmtree, folder, True)
+        (folder / "node_modules").symlink_to(Path(packages) / "node_modules")
+        for peer in PEERS_DIR.glob("ts_*.mjs"):
+            shutil.copy(peer, folder / peer.name)
+        _TS_PEERS.update(node=Path(node), folder=folder)
+    return [str(_TS_PEERS["node"]), str(_TS_PEERS["folder"] / script)]
 
 
 def _child_env() -> dict[str, str]:

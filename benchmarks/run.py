@@ -13,7 +13,9 @@ What is measured (servers and clients are separate processes on 127.0.0.1):
   for every client -> server pair: ours (sync, trio, asyncio) -> ours in the same runtime,
   SDK -> SDK, SDK client -> our servers, our clients -> SDK server, and the h11 floor pair
   (``peers/floor_*.py``: h11, a socket and JSON, no MCP logic: what any server and client
-  on h11 pay before the protocol's own work). Calls/s, latency
+  on h11 pay before the protocol's own work), and the official TypeScript SDK v2 on Node 22
+  (``peers/ts_*.mjs``, installed by ``scripts/ts_sdk.sh``) with itself and across to ours.
+  Calls/s, latency
   percentiles, MRTR overhead ``(t_mrtr - t_plain) / t_plain`` (1.0 = exactly one more plain
   round trip), server CPU per round (process CPU time / rounds served);
 - 100 concurrent two-round flows against one server process (ours trio, asyncio; SDK);
@@ -58,6 +60,7 @@ from harness import (
     running_server,
     spread,
     time_interleaved,
+    ts_peer,
 )
 
 RUNTIMES = ("sync", "trio", "asyncio")
@@ -118,14 +121,18 @@ QUICK = Config(
 
 
 def server_argv(kind: str) -> list[str]:
-    """Command line of a benchmark server: ``sdk``, ``floor`` or one of our runtimes."""
+    """Command line of a benchmark server: ``sdk``, ``ts``, ``floor`` or one of our runtimes."""
+    if kind == "ts":
+        return [*ts_peer("ts_server.mjs"), "--port", "{port}"]
     if kind in ("sdk", "floor"):
         return [python(), str(PEERS_DIR / f"{kind}_server.py"), "--port", "{port}"]
     return [python(), str(PEERS_DIR / "our_server.py"), "--runtime", kind, "--port", "{port}"]
 
 
 def client_argv(kind: str, url: str) -> list[str]:
-    """Command line of a benchmark client: ``sdk``, ``floor`` or one of our runtimes."""
+    """Command line of a benchmark client: ``sdk``, ``ts``, ``floor`` or one of our runtimes."""
+    if kind == "ts":
+        return [*ts_peer("ts_client.mjs"), url]
     if kind in ("sdk", "floor"):
         return [python(), str(PEERS_DIR / f"{kind}_client.py"), url]
     return [python(), str(PEERS_DIR / "our_client.py"), "--runtime", kind, url]
@@ -133,7 +140,7 @@ def client_argv(kind: str, url: str) -> list[str]:
 
 def label(kind: str) -> str:
     """How a peer is named in the tables."""
-    return {"sdk": "SDK", "floor": "h11 floor"}.get(kind, f"ours-{kind}")
+    return {"sdk": "SDK", "ts": "TS SDK", "floor": "h11 floor"}.get(kind, f"ours-{kind}")
 
 
 def pair_name(client: str, server: str) -> str:
@@ -267,6 +274,10 @@ def bench_sequential(rec: Recorder, cfg: Config) -> None:
         *(("sdk", rt) for rt in RUNTIMES),
         *((rt, "sdk") for rt in RUNTIMES),
         ("floor", "floor"),  # h11 and a socket with no MCP logic (peers/floor_*.py)
+        # The official TypeScript SDK v2 on Node 22 (peers/ts_*.mjs), and across to ours.
+        ("ts", "ts"),
+        *(("ts", rt) for rt in RUNTIMES),
+        *((rt, "ts") for rt in RUNTIMES),
     ]
     with started_pairs(rec, "sequential", plan) as pairs:
         runs: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -716,6 +727,24 @@ def render_tables(results: dict[str, Any]) -> str:
                 f"| ours-{rt} | "
                 f"{_fmt(_ratio(_med(seq, f'{rt}->{rt}', 'mrtr', 'calls_per_s'), floor), 2)} |"
             )
+    ts_pair = _med(seq, "ts->ts", "mrtr", "calls_per_s")
+    if ts_pair is not None:
+        ts_cpu = _cpu_per_mrtr_call(seq.get("ts->ts"))
+        lines += [
+            "",
+            "### Against the official TypeScript SDK v2 (Node 22)",
+            "",
+            f"The TS SDK pair makes {_fmt(ts_pair)} two-round calls/s, "
+            f"{_fmt(_ratio(ts_pair, sdk_pair), 2)}x the Python SDK pair.",
+            "",
+            "| pair | MRTR calls/s vs the TS SDK pair | CPU per call, TS SDK pair / this |",
+            "|---|---|---|",
+        ]
+        for rt in RUNTIMES:
+            pair = f"{rt}->{rt}"
+            rate = _ratio(_med(seq, pair, "mrtr", "calls_per_s"), ts_pair)
+            cpu = _ratio(ts_cpu, _cpu_per_mrtr_call(seq.get(pair)))
+            lines.append(f"| ours-{rt} | {_fmt(rate, 2)}x | {_fmt(cpu, 2)}x |")
     conc = results.get("concurrent", {})
     if conc:
         sdk_conc = _med(conc, "sdk->sdk", "flows_per_s")

@@ -24,6 +24,9 @@ SEQUENTIAL_PAIRS = (
     *(f"sdk->{rt}" for rt in RUNTIMES),
     *(f"{rt}->sdk" for rt in RUNTIMES),
     "floor->floor",
+    "ts->ts",
+    *(f"ts->{rt}" for rt in RUNTIMES),
+    *(f"{rt}->ts" for rt in RUNTIMES),
 )
 CONCURRENT_PAIRS = ("sdk->sdk", "trio->trio", "asyncio->asyncio")
 STATE_CASES = (
@@ -102,6 +105,8 @@ def test_quick_run_prints_the_markdown_tables(
     assert "| SDK -> SDK |" in proc.stdout
     assert "| h11 floor -> h11 floor |" in proc.stdout
     assert "### Against the h11 floor" in proc.stdout
+    assert "| TS SDK -> TS SDK |" in proc.stdout
+    assert "### Against the official TypeScript SDK v2" in proc.stdout
 
 
 def test_quick_run_writes_the_growth_plot(
