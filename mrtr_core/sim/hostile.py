@@ -58,6 +58,9 @@ HOSTILE_SERVER_ERRORS: Final[dict[str, tuple[type[MrtrError], ...]]] = {
     "malformed": (RemoteProtocolError,),
     # a JSON-RPC error.
     "error": (JsonRpcError,),
+    # -32022 on every request while listing the client's own version as supported: the
+    # client sends the leg once more on a new id (digest §3.2), then fails with the error.
+    "version_refused": (JsonRpcError,),
 }
 """The typed error each hostile server behaviour must end its flows with."""
 
@@ -124,6 +127,12 @@ def hostile_reply(behaviour: str, message: JsonObject, leg: int, prng: Prng,
     elif behaviour == "error":
         return {"jsonrpc": "2.0", "id": request_id,
                 "error": {"code": -32603, "message": "hostile failure"}}
+    elif behaviour == "version_refused":
+        version = message.get("params", {}).get("_meta", {}).get(
+            "io.modelcontextprotocol/protocolVersion")
+        return {"jsonrpc": "2.0", "id": request_id, "error": {
+            "code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": [version], "requested": version}}}
     else:
         raise ValueError(f"unknown hostile server behaviour {behaviour!r}")
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
