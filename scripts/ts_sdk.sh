@@ -17,6 +17,10 @@ PACKAGES=(
     "@modelcontextprotocol/node@2.1.2"
     "zod@4.6.7"
 )
+if [ "${1:-}" != "--install" ]; then
+    echo "usage: scripts/ts_sdk.sh --install" >&2
+    exit 2
+fi
 CACHE="${MRTR_CACHE:-$HOME/.cache/mrtr}"
 TS_DIR="$CACHE/ts-sdk-2.4.0"
 
@@ -30,10 +34,6 @@ if [ ! -f "$TS_DIR/.installed" ]; then
         PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error \
             "${PACKAGES[@]}" >&2)
     touch "$TS_DIR/.installed"
-fi
-if [ "${1:-}" != "--install" ]; then
-    echo "usage: scripts/ts_sdk.sh --install" >&2
-    exit 2
 fi
 echo "$NODE_BIN/node"
 echo "$TS_DIR"
