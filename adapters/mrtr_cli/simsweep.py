@@ -135,18 +135,17 @@ def run_sweep(
         if on_report is not None:
             on_report(report)
 
-    if jobs > 1:
-        try:
-            pickle.dumps(settings)
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            raise ValueError(
-                f"the workload cannot be sent to worker processes ({exc}); define its parts "
-                "at module level, or run with jobs=1"
-            ) from None
     if jobs == 1:
         for seed in seeds:
             take(_campaign(settings, seed))
         return SweepReport(tuple(reports))
+    try:
+        pickle.dumps(settings)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        raise ValueError(
+            f"the workload cannot be sent to worker processes ({exc}); define its parts "
+            "at module level, or run with jobs=1"
+        ) from None
     context = multiprocessing.get_context("spawn")
     pool = context.Pool(jobs, initializer=_worker_init)
     interrupted = False
