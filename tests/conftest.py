@@ -1,4 +1,5 @@
-"""Fixtures shared across the test directories: free ports for servers that cannot report theirs."""
+"""Shared across the test directories: free ports for servers that cannot report theirs, and
+the Hypothesis profile every property test runs under."""
 
 from __future__ import annotations
 
@@ -8,6 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw their examples from a seed derived from the test itself and keep no
+# example database, so every run on every machine tries the same inputs: a failure in CI is
+# the failure a developer gets by running the test again (tests are deterministic).
+settings.register_profile("mrtr", derandomize=True, database=None)
+settings.load_profile("mrtr")
 
 
 def _ephemeral_ports() -> range:
