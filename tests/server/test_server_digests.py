@@ -173,7 +173,7 @@ def test_values_the_memo_cannot_fingerprint_are_still_digested_right() -> None:
         deep = [deep]
     nested = ElicitFormRequest(message="m", requested_schema={"x": deep})
     # Whether the usual path can encode this deep a value depends on the interpreter's
-    # recursion limits (3.11 cannot, 3.13 can): the memo must do exactly what it does.
+    # recursion limits (3.11 and 3.12 cannot, 3.13 can): the memo must do exactly what it does.
     try:
         expected = computed(nested)
     except (RecursionError, ValueError) as usual:
