@@ -150,4 +150,7 @@ class Report:
 
 
 def _table(items: Iterable[tuple[str, int]]) -> list[str]:
-    return [f"  {name:<48} {count:>8}" for name, count in sorted(items)]
+    """One line per outcome, the counts in one column however long the longest name."""
+    rows = sorted(items)
+    width = max([48, *(len(name) for name, _ in rows)])
+    return [f"  {name:<{width}} {count:>8}" for name, count in rows]

@@ -204,6 +204,16 @@ def test_summary_lists_outcomes_counters_and_virtual_time() -> None:
     assert report.completed + report.failed == 100
 
 
+def test_summary_keeps_the_counts_in_one_column_when_an_outcome_name_is_long() -> None:
+    report = Simulation(42, flows=400, faults=Faults.all()).run()  # hostile servers: long names
+    rows = [line for line in report.summary().splitlines()
+            if line.startswith(("  completed", "  failed"))]
+    names = [row.rsplit(None, 1)[0].strip() for row in rows]
+    assert max(len(name) for name in names) > 48
+    assert len({len(row) for row in rows}) == 1  # every count ends in the same column
+    assert all(row.rsplit(None, 1)[1].isdigit() for row in rows)
+
+
 def test_app_factory_runs_another_implementation_of_the_reference_tools() -> None:
     def same_app(codec: StateCodec) -> App:
         return ReferenceWorkload().build_app(codec, Effects())
