@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from peer_processes import stop, wait_line
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFORMANCE = ROOT / "scripts" / "conformance.sh"
@@ -133,27 +134,16 @@ def serving(runtime: str, log: Path) -> Iterator[str]:
         try:
             yield _wait_ready(proc, log)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            assert proc.stdout is not None
-            proc.stdout.close()
+            stop(proc)
 
 
 def _wait_ready(proc: subprocess.Popen[str], log: Path) -> str:
-    """The URL from the launcher's ``READY <url>`` line. Reads its stdout until that line
-    (or end of output: the server died); a server that hangs silently is stopped by the
-    test timeout."""
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return line[len(READY_PREFIX):].strip()
-    proc.wait()
-    raise AssertionError(f"server exited with {proc.returncode} before it was ready:\n"
-                         f"{log.read_text()}")
+    """The URL from the launcher's ``READY <url>`` line; if the server dies first, the
+    failure shows its log."""
+    try:
+        return wait_line(proc, READY_PREFIX)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}:\n{log.read_text()}") from None
 
 
 @pytest.fixture(scope="module", params=RUNTIMES)

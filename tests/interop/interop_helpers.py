@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from peer_processes import stop, wait_line
 
 from mrtr_core.client.commands import InputNeeded
 from mrtr_core.wire import (
@@ -52,31 +53,6 @@ def expected(who: str, root: str) -> dict[str, str]:
 
 
 # --- processes ------------------------------------------------------------------------------
-
-
-def wait_line(proc: subprocess.Popen[str], prefix: str) -> str:
-    """The rest of the first stdout line starting with ``prefix``. Reads until that line (or
-    end of output: the process died); a process that hangs silently is stopped by the test
-    timeout."""
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(prefix):
-            return line[len(prefix):].strip()
-    proc.wait()
-    raise AssertionError(f"process {proc.args!r} exited with {proc.returncode} before "
-                         f"announcing {prefix!r}")
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    """Stop a peer process (SIGTERM, then SIGKILL after 15 s) and close its output."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    if proc.stdout is not None:
-        proc.stdout.close()
 
 
 @contextlib.contextmanager
