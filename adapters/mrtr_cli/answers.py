@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from mrtr_cli.schema import FormAnswerError, FormField, FormSpec, Value
 from mrtr_core.errors import MrtrError
+from mrtr_core.wire.forms import FormAnswerError, FormField, FormSpec, Value
 from mrtr_core.wire.models import ElicitResult
 
 __all__ = [

@@ -23,7 +23,6 @@ from mrtr_cli.keys import KeyFileError
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.render import print_result
 from mrtr_cli.safe import clean, plain
-from mrtr_cli.schema import FormAnswerError, FormSchemaError
 from mrtr_cli.terminal import TurnClock, Turns
 from mrtr_core.client.commands import InputNeeded
 from mrtr_core.client.limits import ClientLimits
@@ -36,6 +35,7 @@ from mrtr_core.errors import (
     UnsupportedInputError,
 )
 from mrtr_core.http import HttpStatusError
+from mrtr_core.wire.forms import FormAnswerError, FormSchemaError
 from mrtr_core.wire.models import CALL_TOOL, READ_RESOURCE, Implementation
 
 __all__ = [

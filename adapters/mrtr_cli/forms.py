@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mrtr_cli.safe import clean, plain
-from mrtr_cli.schema import FormField, FormSpec, Value
+from mrtr_core.wire.forms import FormField, FormSpec, Value
 from mrtr_core.wire.models import ElicitFormRequest, ElicitResult, ElicitUrlRequest
 
 __all__ = ["Action", "Prompter", "describe_url"]

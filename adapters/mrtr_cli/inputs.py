@@ -36,9 +36,9 @@ from rich.text import Text
 from mrtr_cli.answers import auto_content, scripted_result
 from mrtr_cli.forms import Prompter, describe_url
 from mrtr_cli.safe import clean, plain
-from mrtr_cli.schema import FormAnswerError, FormSpec
 from mrtr_cli.terminal import Turns
 from mrtr_core.errors import MrtrError
+from mrtr_core.wire.forms import FormAnswerError, FormSpec
 from mrtr_core.wire.models import (
     ELICITATION_CREATE,
     ROOTS_LIST,

@@ -43,7 +43,13 @@ from mrtr_core.app.registry import (
     is_template,
 )
 from mrtr_core.app.reply import Reply, RequestId, RunHandler
-from mrtr_core.app.results import prompt_result, resource_result, tool_error_result, tool_result
+from mrtr_core.app.results import (
+    caching_problem,
+    prompt_result,
+    resource_result,
+    tool_error_result,
+    tool_result,
+)
 from mrtr_core.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -130,10 +136,9 @@ class App:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
     ) -> None:
-        if not isinstance(ttl_ms, int) or ttl_ms < 0:
-            raise ValueError("ttl_ms must be a non-negative integer")
-        if cache_scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
+        problem = caching_problem(ttl_ms, cache_scope)
+        if problem is not None:
+            raise ValueError(problem)
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -227,10 +232,9 @@ class App:
         text, bytes (sent as a base64 blob), a list of contents items, or a whole
         ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
         """
-        if not isinstance(ttl_ms, int) or ttl_ms < 0:
-            raise ValueError("ttl_ms must be a non-negative integer")
-        if cache_scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
+        problem = caching_problem(ttl_ms, cache_scope)
+        if problem is not None:
+            raise ValueError(problem)
 
         def register(handler: F) -> F:
             label = name or handler.__name__

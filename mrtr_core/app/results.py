@@ -17,6 +17,7 @@ from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
+    "caching_problem",
     "prompt_result",
     "resource_result",
     "text_block",
@@ -117,6 +118,17 @@ def _messages(items: Any) -> list[JsonObject]:
     return out
 
 
+def caching_problem(ttl_ms: Any, cache_scope: Any) -> str | None:
+    """What is wrong with a pair of caching hints, or ``None``: ``ttlMs`` is an integer of
+    at least 0 (a bool is not one) and ``cacheScope`` is ``"public"`` or ``"private"``
+    (caching.mdx; digest §3.2)."""
+    if type(ttl_ms) is not int or ttl_ms < 0:  # bool and int subclasses are not integers here
+        return f"ttlMs must be an integer of at least 0, not {ttl_ms!r}"
+    if cache_scope not in ("public", "private"):
+        return f"cacheScope must be 'public' or 'private', not {cache_scope!r}"
+    return None
+
+
 def resource_result(
     value: Any, *, uri: str, mime_type: str | None, ttl_ms: int, cache_scope: str
 ) -> JsonObject:
@@ -152,6 +164,9 @@ def resource_result(
         raise _bad("contents must be a non-empty list of items with uri and text or blob")
     out.setdefault("ttlMs", ttl_ms)
     out.setdefault("cacheScope", cache_scope)
+    problem = caching_problem(out["ttlMs"], out["cacheScope"])
+    if problem is not None:  # a handler's own hints, checked like the rest of its result
+        raise _bad(problem)
     return out
 
 

@@ -55,7 +55,7 @@ from mrtr_core.server.capabilities import (
 from mrtr_core.server.carried import Asked, Carried, Recorded, payload
 from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
 from mrtr_core.server.limits import ServerLimits
-from mrtr_core.server.schemas import SchemaCache
+from mrtr_core.server.schemas import CompiledSchema, SchemaCache
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.codec import StateCodec
 from mrtr_core.state.errors import StateRejectedError
@@ -64,6 +64,7 @@ from mrtr_core.wire.converter import (
     unstructure,
     unstructure_input_request,
 )
+from mrtr_core.wire.forms import FormSchemaError, FormSpec
 from mrtr_core.wire.models import (
     ELICITATION_CREATE,
     READ_RESOURCE,
@@ -166,8 +167,13 @@ class ServerEngine:
         codec_max = codec.max_bytes
         own = self._limits.max_state_bytes
         self._max_state_bytes = codec_max if own is None else min(own, codec_max)
-        # Requested schemas compiled once, by the digest of the question that holds them.
-        self._schemas = SchemaCache(_VALIDATOR_CACHE_SIZE)
+        # Requested schemas checked and compiled once, by the digest of the question that
+        # holds them. A form is a flat object of primitive fields (digest §1.5), and its
+        # answers are checked with ``format`` asserting (S18): a form's author asking for an
+        # email means one.
+        self._schemas = SchemaCache(
+            _VALIDATOR_CACHE_SIZE, formats=True, check=FormSpec.from_schema
+        )
 
     @property
     def codec(self) -> StateCodec:
@@ -312,7 +318,7 @@ class ServerEngine:
             or answer.action != "accept"
         ):
             return
-        schema = self._schemas.get(question.schema, question.digest)
+        schema = self._form_schema(key, question.schema, question.digest)
         instance = answer.content or {}
         if schema.is_valid(instance):
             return
@@ -325,6 +331,16 @@ class ServerEngine:
                 key=key,
                 reason="schema_mismatch",
             )
+
+    def _form_schema(self, key: str, schema: Any, digest: str) -> CompiledSchema:
+        try:
+            return self._schemas.get(schema, digest)
+        except FormSchemaError as exc:  # the handler's mistake, not the client's
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                f"The form asked under {key!r} is not one the protocol allows: {exc}",
+                {"key": key, "reason": "invalid_form"},
+            ) from exc
 
     # --- sealing the next round ---------------------------------------------------------
 
@@ -351,6 +367,9 @@ class ServerEngine:
                 f"{limits.max_input_requests})",
                 {"limit": "max_input_requests", "value": limits.max_input_requests},
             )
+        for key, (request, _, digest) in questions.items():
+            if isinstance(request, ElicitFormRequest):
+                self._form_schema(key, request.requested_schema, digest)
         ctx = run.context
         # What Carried(...).to_payload() writes, without building the Carried (it is
         # sealed at once and never read here).

@@ -2,14 +2,16 @@
 
 Tool arguments and form answers are checked on every round, so each schema's
 ``jsonschema`` validator is built once: :class:`CompiledSchema` holds it, and
-:class:`SchemaCache` finds it again by the schema's content (bounded).
+:class:`SchemaCache` finds it again by the schema's content (bounded). A cache may also run a
+check on each schema it compiles (the engine's checks that a form is one the protocol
+allows), so a schema is checked once too.
 """
 
 from __future__ import annotations
 
 import marshal
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from jsonschema import Draft202012Validator
@@ -28,19 +30,23 @@ class CompiledSchema:
 
     Args:
         schema: A JSON Schema (2020-12). It is not copied: do not change it afterwards.
+        formats: Whether ``format`` asserts (``jsonschema``'s format checker) instead of
+            only annotating, the JSON Schema default.
     """
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_formats", "_validator", "schema")
 
-    def __init__(self, schema: Any) -> None:
+    def __init__(self, schema: Any, *, formats: bool = False) -> None:
         self.schema = schema
+        self._formats = formats
         self._validator: Draft202012Validator | None = None
 
     @property
     def validator(self) -> Draft202012Validator:
-        """The ``jsonschema`` validator (no format checker: ``format`` is an annotation)."""
+        """The ``jsonschema`` validator."""
         if self._validator is None:
-            self._validator = Draft202012Validator(self.schema)
+            checker = Draft202012Validator.FORMAT_CHECKER if self._formats else None
+            self._validator = Draft202012Validator(self.schema, format_checker=checker)
         return self._validator
 
     def is_valid(self, instance: Any) -> bool:
@@ -57,12 +63,24 @@ class SchemaCache:
 
     Args:
         max_entries: Most entries kept under each kind of key; the oldest goes first.
+        formats: Passed to each :class:`CompiledSchema`.
+        check: Called with each schema before it is compiled; what it raises reaches the
+            caller of :meth:`get`, and nothing is kept (the same schema is checked again
+            next time).
     """
 
-    def __init__(self, max_entries: int = 256) -> None:
+    def __init__(
+        self,
+        max_entries: int = 256,
+        *,
+        formats: bool = False,
+        check: Callable[[Any], object] | None = None,
+    ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self._max = max_entries
+        self._formats = formats
+        self._check = check
         self._by_key: OrderedDict[str, CompiledSchema] = OrderedDict()
         self._by_content: OrderedDict[str | bytes, CompiledSchema] = OrderedDict()
 
@@ -85,7 +103,9 @@ class SchemaCache:
         if found is None:
             if type(content) is bytes:
                 _CANONICAL(schema)  # a schema that is not JSON raises here, as it always did
-            found = CompiledSchema(schema)
+            if self._check is not None:
+                self._check(schema)
+            found = CompiledSchema(schema, formats=self._formats)
             remember(self._by_content, content, found, self._max)
         if key is not None:
             remember(self._by_key, key, found, self._max)

@@ -1,4 +1,5 @@
-"""Wire models of the MCP 2026-07-28 messages MRTR touches, and the one converter."""
+"""Wire models of the MCP 2026-07-28 messages MRTR touches, the one converter, and the
+parser of elicitation form schemas."""
 
 from mrtr_core.wire.converter import (
     converter,
@@ -13,11 +14,23 @@ from mrtr_core.wire.converter import (
     unstructure_input_required,
     unstructure_params,
 )
+from mrtr_core.wire.forms import (
+    Choice,
+    FormAnswerError,
+    FormField,
+    FormSchemaError,
+    FormSpec,
+)
 from mrtr_core.wire.models import *  # noqa: F403
 from mrtr_core.wire.models import __all__ as _models_all
 
 __all__ = [
     *_models_all,
+    "Choice",
+    "FormAnswerError",
+    "FormField",
+    "FormSchemaError",
+    "FormSpec",
     "converter",
     "structure_client_capabilities",
     "structure_input_request",

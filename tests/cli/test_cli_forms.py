@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mrtr_cli.schema import FormSchemaError, FormSpec
 
+from mrtr_core.wire.forms import FormSchemaError, FormSpec
 from mrtr_core.wire.models import ElicitFormRequest, ElicitUrlRequest
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from mrtr_cli.answers import AnswersFileError, auto_content, load_answers, scripted_result
 from mrtr_cli.inputs import Inputs, InputUnavailableError, SamplingConfig, roots_from_paths
-from mrtr_cli.schema import FormAnswerError, FormSpec
 from rich.console import Console
 
+from mrtr_core.wire.forms import FormAnswerError, FormSpec
 from mrtr_core.wire.models import (
     CreateMessageRequest,
     ElicitFormRequest,

@@ -589,6 +589,37 @@ def test_empty_contents_are_an_internal_error(driver: Driver) -> None:
     assert error(driver.call("resources/read", {"uri": "test://empty"}))["code"] == -32603
 
 
+@pytest.mark.parametrize(("hints", "message"), [
+    ({"ttlMs": -5}, "ttlMs must be an integer of at least 0, not -5"),
+    ({"ttlMs": 1.5}, "ttlMs must be an integer of at least 0, not 1.5"),
+    ({"ttlMs": True}, "ttlMs must be an integer of at least 0, not True"),
+    ({"cacheScope": "everyone"}, "cacheScope must be 'public' or 'private', not 'everyone'"),
+])
+def test_a_resource_result_with_bad_cache_hints_is_an_internal_error(
+    hints: dict[str, Any], message: str
+) -> None:
+    # caching.mdx (digest §3.2): ttlMs is an integer >= 0, cacheScope public or private.
+    app = App("x", "1", codec=make_codec())
+
+    @app.resource("test://hinted")
+    def hinted(ctx: Context, uri: str) -> Any:
+        return {"contents": [{"uri": "test://hinted", "text": "t"}], **hints}
+
+    reply = Driver(app).call("resources/read", {"uri": "test://hinted"})
+    assert error(reply)["code"] == -32603
+    assert message in error(reply)["message"]
+
+
+@pytest.mark.parametrize(("ttl_ms", "cache_scope"), [(-1, "private"), (True, "private"),
+                                                     (1.0, "private"), (0, "shared")])
+def test_declared_cache_hints_are_checked_when_declared(ttl_ms: Any, cache_scope: Any) -> None:
+    with pytest.raises(ValueError, match=r"^(ttlMs|cacheScope) must be"):
+        App("x", "1", codec=make_codec(), ttl_ms=ttl_ms, cache_scope=cache_scope)
+    app = App("x", "1", codec=make_codec())
+    with pytest.raises(ValueError, match=r"^(ttlMs|cacheScope) must be"):
+        app.resource("test://r", ttl_ms=ttl_ms, cache_scope=cache_scope)(lambda ctx, uri: "")
+
+
 # --- completion ----------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from server_helpers import (
     tool_call,
 )
 
-from mrtr_core.errors import INVALID_PARAMS, JsonRpcError
+from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from mrtr_core.server import (
     Completed,
     Context,
@@ -558,6 +558,62 @@ def test_elicitation_content_must_match_the_requested_schema(rt: Runtime) -> Non
     # Declined answers carry no content to validate.
     declined_outcome = rt.call(engine, retry(first, r1, {"order": {"action": "decline"}}), spec)
     assert isinstance(declined_outcome, Completed) and declined_outcome.value is None
+
+
+def test_form_answers_must_have_the_formats_the_form_names(rt: Runtime) -> None:
+    # S18: the schema's formats are part of what the answer must match.
+    def handler(ctx: Context) -> Any:
+        return content(ctx.ask("contact", form("Contact", {
+            "type": "object",
+            "properties": {
+                "email": {"type": "string", "format": "email"},
+                "site": {"type": "string", "format": "uri"},
+                "when": {"type": "string", "format": "date-time"},
+            },
+        })))
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("contact")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    for bad in (accept(email="nobody"), accept(site="not a uri"), accept(when="tomorrow")):
+        with pytest.raises(JsonRpcError) as info:
+            rt.call(engine, retry(first, r1, {"contact": bad}), spec)
+        assert info.value.code == INVALID_PARAMS
+        assert info.value.data == {"reason": "schema_mismatch", "key": "contact"}
+    good = accept(email="ops@example.com", site="https://example.com/x",
+                  when="2026-07-28T10:00:00Z")
+    ok = rt.call(engine, retry(first, r1, {"contact": good}), spec)
+    assert isinstance(ok, Completed) and ok.value == good["content"]
+
+
+@pytest.mark.parametrize(("schema", "names"), [
+    ({"type": "object", "properties": {"o": {"type": "object", "properties": {}}}},
+     "properties.o: unsupported type 'object'"),
+    ({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "integer"}}}},
+     "properties.tags: a multi select needs items.enum or items.anyOf"),
+    ({"type": "object", "properties": {"at": {"type": "string", "format": "ipv4"}}},
+     "properties.at: unknown format 'ipv4'"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
+     "required names 'b', which is not a property"),
+])
+def test_a_form_outside_the_flat_primitive_subset_is_never_sent(
+    rt: Runtime, schema: dict[str, Any], names: str
+) -> None:
+    # digest §1.5: a form's properties are flat primitives; asking anything else is the
+    # handler's mistake (-32603), caught before the question leaves the server.
+    def handler(ctx: Context) -> Any:
+        return ctx.ask_all({"fine": form("Fine", ok=bool), "odd": form("Odd", schema)})
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("odd")
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, first, spec)
+    assert info.value.code == INTERNAL_ERROR
+    assert "'odd'" in info.value.message and names in info.value.message
+    assert info.value.data == {"key": "odd", "reason": "invalid_form"}
 
 
 def test_elicit_result_is_typed(rt: Runtime) -> None:

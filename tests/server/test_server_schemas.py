@@ -85,3 +85,46 @@ def test_schema_cache_forgets_its_oldest_entries_first() -> None:
         assert cache.get({"type": "string", "maxLength": n}) is compiled[n]
     assert cache.get({"type": "string", "maxLength": 0}, "k0") is not compiled[0]  # gone
     assert len(cache) == 3
+
+
+@pytest.mark.parametrize(("instance", "valid"), [
+    ("ops@example.com", True),
+    ("not an email", False),
+    (5, True),  # format applies to strings only
+])
+def test_compiled_schema_asserts_formats_when_asked(instance: Any, valid: bool) -> None:
+    schema = {"format": "email"}
+    assert CompiledSchema(schema).is_valid(instance) is True  # annotation by default
+    assert CompiledSchema(schema, formats=True).is_valid(instance) is valid
+
+
+@pytest.mark.parametrize(("fmt", "good", "bad"), [
+    ("uri", "https://example.com/a", "not a uri"),
+    ("date", "2026-07-28", "2026-13-40"),
+    ("date-time", "2026-07-28T10:00:00Z", "2026-07-28 10:00"),
+])
+def test_every_form_format_is_asserted(fmt: str, good: str, bad: str) -> None:
+    # uri and date-time need their validator packages installed (core dependencies):
+    # without them jsonschema lets every string pass.
+    compiled = CompiledSchema({"type": "string", "format": fmt}, formats=True)
+    assert compiled.is_valid(good)
+    assert not compiled.is_valid(bad)
+
+
+def test_schema_cache_checks_each_schema_once_and_keeps_none_that_fail() -> None:
+    checked: list[Any] = []
+
+    def check(schema: Any) -> None:
+        checked.append(schema)
+        if schema.get("bad"):
+            raise ValueError("bad schema")
+
+    cache = SchemaCache(check=check)
+    good = {"type": "string"}
+    assert cache.get(good, "k1") is cache.get(good) is cache.get(dict(good), "k1")
+    assert checked == [good]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="bad schema"):
+            cache.get({"bad": True}, "k2")
+    assert len(checked) == 3  # a failing schema is checked again, never remembered
+    assert len(cache) == 1

@@ -1,13 +1,14 @@
-"""Elicitation form schemas: parse a server's ``requestedSchema`` into typed fields, and check
+"""Elicitation form schemas: parse a ``requestedSchema`` into typed fields, and check
 answers against it with ``jsonschema`` (format checking on).
 
 A form-mode ``requestedSchema`` is a flat object of primitive properties (digest §1.5): strings
 (with ``format`` email, uri, date or date-time), numbers and integers (``minimum``/``maximum``),
 booleans, single selects (``enum``, ``oneOf`` of ``const``/``title``, legacy ``enumNames``) and
-multi selects (``array`` of ``items.enum`` or ``items.anyOf``). The schema comes from the peer, so
-it is checked before use: anything outside that vocabulary is refused with
-:class:`FormSchemaError`, sizes are bounded, and answers are validated against a copy that keeps
-only the known keywords (no ``$ref``, no ``pattern``: nothing the peer could use to make
+multi selects (``array`` of ``items.enum`` or ``items.anyOf``). Both sides use this parser: a
+client on the schema the server sent, before showing it to anyone, and a server on each form
+its handlers ask, before sending it. Anything outside that vocabulary is refused with
+:class:`FormSchemaError`, sizes are bounded, and answers are validated against a copy that
+keeps only the known keywords (no ``$ref``, no ``pattern``: nothing a peer could use to make
 validation fetch or spin).
 """
 
