@@ -42,6 +42,7 @@ from mrtr_core.wire.models import (
     RequestMeta,
     Root,
     SamplingCapability,
+    WireValueError,
 )
 from mrtr_core.wire.records import record_maker
 
@@ -186,7 +187,7 @@ for _cls in (
 
 
 def _describe(exc: BaseException, type_: type | None) -> str:
-    if isinstance(exc, CodecError):
+    if isinstance(exc, CodecError | WireValueError):
         return str(exc)
     return cattrs.v.format_exception(exc, type_)
 

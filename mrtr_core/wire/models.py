@@ -44,6 +44,7 @@ __all__ = [
     "RequestMeta",
     "Root",
     "SamplingCapability",
+    "WireValueError",
 ]
 
 JsonObject: TypeAlias = dict[str, Any]
@@ -222,11 +223,22 @@ class CreateMessageResult:
     meta: JsonObject | None = None
 
 
+class WireValueError(ValueError):
+    """A wire model was given a value its protocol rules forbid (the message says which)."""
+
+
+def _file_uri(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    # digest §1.6: a Root's uri must be a file:// URI (the scheme is case-insensitive,
+    # RFC 3986 §3.1).
+    if not isinstance(value, str) or value[:7].lower() != "file://":
+        raise WireValueError(f"{attribute.name} must be a file:// URI, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class Root:
     """One root offered by the client (``file://`` URI)."""
 
-    uri: str
+    uri: str = attrs.field(validator=_file_uri)
     name: str | None = None
     meta: JsonObject | None = None
 

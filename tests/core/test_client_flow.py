@@ -64,6 +64,7 @@ from mrtr_core.wire import (
     RequestMeta,
     Root,
     SamplingCapability,
+    WireValueError,
     converter,
     unstructure,
 )
@@ -516,6 +517,18 @@ def test_elicit_fast_path_gives_what_the_converter_gives(action: str,
 
     answer = ElicitResult(action=action, content=content)  # type: ignore[arg-type]
     assert answer_to_wire("elicitation/create", answer, key="k") == converter.unstructure(answer)
+
+
+def test_a_root_answer_must_be_a_file_uri() -> None:
+    # digest §1.6: the client never sends a root that is not file://.
+    from mrtr_core.client import answer_to_wire
+
+    with pytest.raises(LocalProtocolError, match=r"uri must be a file:// URI, not 'https://x'"):
+        answer_to_wire("roots/list", {"roots": [{"uri": "https://x"}]}, key="r")
+    with pytest.raises(WireValueError, match="file://"):
+        Root(uri="https://x")
+    wire = answer_to_wire("roots/list", ListRootsResult(roots=[Root(uri="file:///a")]), key="r")
+    assert wire == {"roots": [{"uri": "file:///a"}]}
 
 
 ODD_STATES = [

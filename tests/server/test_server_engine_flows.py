@@ -522,6 +522,28 @@ def test_input_response_of_the_wrong_shape_is_invalid_params_naming_the_key(rt: 
     assert runs["n"] == 1
 
 
+@pytest.mark.parametrize("uri", ["https://evil.example/x", "file:/x", "/srv", ""])
+def test_a_root_that_is_not_a_file_uri_is_refused(rt: Runtime, uri: str) -> None:
+    # digest §1.6: Root.uri must be a file:// URI.
+    def handler(ctx: Context) -> Any:
+        return [r.uri for r in ctx.ask("where", roots()).roots]  # type: ignore[union-attr]
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("where")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    answer = {"where": {"roots": [{"uri": "file:///ok"}, {"uri": uri}]}}
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, retry(first, r1, answer), spec)
+    assert info.value.code == INVALID_PARAMS
+    assert f"uri must be a file:// URI, not {uri!r}" in info.value.message
+    assert info.value.data == {"reason": "malformed", "key": "where"}
+    upper = {"where": {"roots": [{"uri": "FILE:///Srv"}]}}  # the scheme is case-insensitive
+    ok = rt.call(engine, retry(first, r1, upper), spec)
+    assert isinstance(ok, Completed) and ok.value == ["FILE:///Srv"]
+
+
 def test_elicitation_content_must_match_the_requested_schema(rt: Runtime) -> None:
     def handler(ctx: Context) -> Any:
         return content(
