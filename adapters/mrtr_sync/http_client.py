@@ -170,7 +170,19 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
                 conn.close()
         limit = _remaining(deadline)
         timeout = self.connect_timeout if limit is None else min(limit, self.connect_timeout)
-        sock = socket.create_connection((self.endpoint.host, self.endpoint.port), timeout=timeout)
+        try:
+            sock = socket.create_connection(
+                (self.endpoint.host, self.endpoint.port), timeout=timeout
+            )
+        except TimeoutError:
+            if limit is not None and limit <= self.connect_timeout:
+                raise  # the caller's deadline passed: its own TimeoutError
+            # The connect limit, not the response's: a broken transport, reported now
+            # (a TimeoutError here made the client wait out the whole leg timeout).
+            raise ConnectionError(
+                f"no connection to {self.endpoint.host}:{self.endpoint.port} within "
+                f"{self.connect_timeout} s"
+            ) from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._ssl is not None:

@@ -148,8 +148,12 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
                 self.process.kill()
                 self.process.wait()
         self._reader.join(self.close_timeout)
-        with contextlib.suppress(OSError, ValueError):
-            self._stdout.close()
+        if not self._reader.is_alive():
+            # Closing a buffered pipe waits for a read in progress (its lock): when a
+            # process the server left behind still holds the pipe open, the daemon reader
+            # keeps it until that process ends, and close() does not wait for it.
+            with contextlib.suppress(OSError, ValueError):
+                self._stdout.close()
         self._fail(ServerExitedError("transport closed", returncode=self.process.returncode))
 
     def __enter__(self) -> StdioTransport:

@@ -72,6 +72,21 @@ class _Connection:
                 self.waited = True
                 await trio.lowlevel.wait_readable(sock)
 
+    def stale(self) -> bool:
+        """Whether the server already closed (or wrote to) this idle connection: anything
+        to read on an idle connection (its end, an error, unasked-for bytes such as a 408)
+        means it cannot carry a new request. One peek that does not wait."""
+        sock = self.sock
+        if sock is None:
+            return False  # TLS: a retry covers a stale one
+        try:
+            sock.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        return True
+
     async def aclose(self) -> None:
         if self.sock is not None:
             trio.lowlevel.notify_closing(self.sock)
@@ -152,7 +167,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
             raise trio.ClosedResourceError("transport is closed")
         while self._idle:
             conn = self._idle.pop()
-            if conn.http.ready:
+            if conn.http.ready and not conn.stale():
                 conn.waited = False
                 return conn
             await conn.aclose()

@@ -193,9 +193,14 @@ async def open_stdio_transport(
         cwd=cwd,
     )
     transport = StdioTransport(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+    error: Exception | None = None
     async with trio.open_nursery() as nursery:
         nursery.start_soon(transport.read_loop)
         try:
             yield transport
+        except Exception as exc:  # raised below, outside the nursery: no ExceptionGroup
+            error = exc
         finally:
             await transport.aclose()
+    if error is not None:
+        raise error

@@ -226,8 +226,15 @@ class HttpClientConnection:
 
     @property
     def ready(self) -> bool:
-        """Whether a new request can be sent on this connection now."""
-        return not self._broken and self._h11.our_state is h11.IDLE
+        """Whether a new request can be sent on this connection now: not broken, idle, and
+        holding no byte the server sent after its last response (unasked-for bytes, such
+        as a ``408`` before closing, would be read as the next request's answer)."""
+        h11_conn = self._h11
+        return (
+            not self._broken
+            and h11_conn.our_state is h11.IDLE
+            and not h11_conn.trailing_data[0]
+        )
 
     # -- sending -------------------------------------------------------------------------
 
@@ -410,7 +417,17 @@ class HttpClientConnection:
             )
         if self._kind == "other":
             room = _EXCERPT - len(self._body)
-            data = data[: max(room, 0)]
+            self._body += data[: max(room, 0)]
+            if len(self._body) >= _EXCERPT and (self._status >= 400 or self._status < 200):
+                # Only the excerpt is kept: an error page is not read to its (maybe
+                # endless) end; the connection is given up instead.
+                raise HttpStatusError(self._status, bytes(self._body), self._content_type)
+            if self._received > self.config.max_response_bytes:
+                raise RemoteProtocolError(
+                    f"HTTP {self._status} response body of type {self._content_type!r} "
+                    f"exceeds {self.config.max_response_bytes} bytes"
+                )
+            return
         self._body += data
 
     def _on_stream_message(self, data: str) -> None:
@@ -423,8 +440,9 @@ class HttpClientConnection:
         if isinstance(message, jsonrpc.Notification):
             self._queue.append(NotificationReceived(message=message.raw))
             return
-        if message.id != self._expected:
+        if message.id != self._expected and not (message.id is None and message.is_error):
             # A stream carries only its own request's response (digest §3.3): skip strays.
+            # An error without an id answers this request, as in a JSON body.
             return
         self._queue.append(
             ResponseReceived(message=self._observed(message.raw), status=self._status)

@@ -88,7 +88,8 @@ def param_header_paths(input_schema: Mapping[str, Any]) -> dict[str, tuple[str, 
                     raise ValueError(f"x-mcp-header of {'.'.join(here)!r} is not an HTTP token")
                 if name.lower() in lowered:
                     raise ValueError(f"x-mcp-header {name!r} is used twice")
-                if spec.get("type") not in _PRIMITIVES:
+                kind = spec.get("type")
+                if not isinstance(kind, str) or kind not in _PRIMITIVES:
                     raise ValueError(
                         f"x-mcp-header on {'.'.join(here)!r} needs type string, integer or boolean"
                     )

@@ -48,7 +48,7 @@ class SseParser:
 
     def __init__(self, *, max_event_bytes: int = 4 * 1024 * 1024) -> None:
         self._max = max_event_bytes
-        self._pending = b""  # an unterminated line
+        self._pending = bytearray()  # an unterminated line
         self._started = False  # past the optional byte-order mark
         self._skip_lf = False  # the last line ended with CR: a following LF belongs to it
         self._event_bytes = 0
@@ -68,10 +68,17 @@ class SseParser:
             if chunk.startswith(b"\n"):
                 chunk = chunk[1:]
             self._skip_lf = False
-        buf = self._pending + chunk
+        if self._started and b"\n" not in chunk and b"\r" not in chunk:
+            # No line ends here: the pending line only grows (amortised O(len(chunk)),
+            # where rescanning pending + chunk made a large event quadratic in its chunks).
+            self._pending += chunk
+            if self._event_bytes + len(self._pending) > self._max:
+                raise EventStreamError(f"an event-stream event exceeds {self._max} bytes")
+            return []
+        buf = bytes(self._pending) + chunk
         if not self._started:
             if len(buf) < len(_BOM) and _BOM.startswith(buf):
-                self._pending = buf
+                self._pending = bytearray(buf)
                 return []
             self._started = True
             if buf.startswith(_BOM):
@@ -85,7 +92,7 @@ class SseParser:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        self._pending = buf[pos:]
+        self._pending = bytearray(buf[pos:])
         if buf.endswith(b"\r"):
             self._skip_lf = True
         if self._event_bytes + len(self._pending) > self._max:

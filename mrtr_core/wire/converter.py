@@ -6,6 +6,7 @@ the path of the bad field) and nothing else, so callers have one error type to h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
@@ -306,8 +307,12 @@ def _structure_sampling(params: JsonObject, path: str) -> CreateMessageRequest:
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise CodecError("messages must be an array of objects", path=f"{path}.messages")
     max_tokens = params.get("maxTokens")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int | float):
-        raise CodecError("maxTokens must be a number", path=f"{path}.maxTokens")
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int | float)
+        or (isinstance(max_tokens, float) and not math.isfinite(max_tokens))
+    ):
+        raise CodecError("maxTokens must be a finite number", path=f"{path}.maxTokens")
     system_prompt = params.get("systemPrompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise CodecError("systemPrompt must be a string", path=f"{path}.systemPrompt")

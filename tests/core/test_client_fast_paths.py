@@ -36,6 +36,7 @@ from client_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mrtr_core import jsonrpc
 from mrtr_core.client import (
     ACCEPTS,
     ClientFlow,
@@ -399,3 +400,16 @@ def test_a_retry_refused_by_next_id_leaves_the_round_as_it_was() -> None:
         "a": {"action": "accept", "content": {"ok": True}},
         "b": {"action": "accept", "content": {"ok": True}},
     }
+
+
+@pytest.mark.parametrize("max_tokens", [float("inf"), float("-inf"), float("nan"), True, "5"])
+def test_a_sampling_request_needs_a_finite_max_tokens(max_tokens: Any) -> None:
+    # JSON may carry 1e999, which parses to infinity: a typed error, never OverflowError.
+    entry = {"method": "sampling/createMessage",
+             "params": {"messages": [], "maxTokens": max_tokens}}
+    with pytest.raises(CodecError, match="maxTokens must be a finite number"):
+        structure_input_request(entry, path="result.inputRequests.k")
+    wire = b'{"resultType": "input_required", "requestState": "s", "inputRequests": {"k": ' \
+        b'{"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1e999}}}}'
+    with pytest.raises(CodecError, match="maxTokens"):
+        structure_input_required(jsonrpc.decode(wire, max_bytes=1000, max_depth=10))

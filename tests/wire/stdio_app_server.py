@@ -1,12 +1,15 @@
 """A stdio MCP server for the wire tests: ``python stdio_app_server.py sync|trio|asyncio``.
 
 Serves :func:`wire_app.make_app` with that runtime's ``serve_stdio``; the tool ``crash``
-ends the process at once with status 3 (a crashed server).
+ends the process at once with status 3 (a crashed server). With ``ORPHAN_FIFO`` set in its
+environment it serves nothing: it starts a child that keeps its stdout open until a writer
+opens and closes that FIFO, and exits with status 3 (a server that left a process behind).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +27,10 @@ def with_crash(app):
 
 
 def main(runtime: str) -> None:
+    fifo = os.environ.get("ORPHAN_FIFO")
+    if fifo:
+        subprocess.Popen([sys.executable, "-c", f"open({fifo!r}).read()"])  # stdout inherited
+        os._exit(3)
     if runtime == "sync":
         import threading
 

@@ -10,10 +10,12 @@ timeout and asserts on outcomes only.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import mrtr_asyncio.http_client
 import mrtr_asyncio.stdio_client
@@ -27,7 +29,13 @@ import trio.testing
 from wire_helpers import call_tool
 
 from mrtr_core.errors import LocalProtocolError
-from mrtr_core.http import AsyncHttpTransportBase, HttpClientConfig, HttpTransportBase
+from mrtr_core.http import (
+    AsyncHttpTransportBase,
+    HttpClientConfig,
+    HttpClientConnection,
+    HttpTransportBase,
+    parse_url,
+)
 from mrtr_core.stdio import StdioTransportBase
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
@@ -181,3 +189,37 @@ def test_asyncio_stdio_needs_both_pipes():
                 await process.wait()
 
     asyncio.run(main())
+
+
+# -- idle HTTP connections ---------------------------------------------------------------------
+
+
+def _idle_connection(runtime: str, sock: socket.socket) -> Any:
+    http = HttpClientConnection(parse_url("http://127.0.0.1:1/mcp"))
+    if runtime == "sync":
+        return mrtr_sync.http_client._Connection(sock, http)
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+    return mrtr_trio.http_client._Connection(stream, http)
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio"])
+@pytest.mark.parametrize("peer_does", ["close", "write", "nothing"])
+def test_an_idle_http_connection_is_stale_once_the_server_closed_or_wrote_to_it(
+    runtime: str, peer_does: str
+) -> None:
+    # A server may write a 408 on an idle connection before closing it: a connection with
+    # anything to read cannot carry the next request (it would read that as the answer).
+    # (asyncio's protocol marks bytes that came with no request outstanding instead.)
+    ours, theirs = socket.socketpair()
+    conn = _idle_connection(runtime, ours)
+    try:
+        assert not conn.stale()
+        if peer_does == "close":
+            theirs.close()
+        elif peer_does == "write":
+            theirs.sendall(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+        assert conn.stale() is (peer_does != "nothing")
+        assert conn.stale() is (peer_does != "nothing")  # the check reads nothing
+    finally:
+        conn.sock.close()
+        theirs.close()

@@ -399,3 +399,56 @@ def test_every_client_error_is_an_mrtr_error():
 
 def test_endpoint_is_a_plain_value():
     assert Endpoint(scheme="http", host="h", port=1, target="/") == parse_url("http://h:1/")
+
+
+# -- bounds and strays ----------------------------------------------------------------------------
+
+
+def test_an_error_page_is_given_up_once_its_excerpt_is_read():
+    # A trickled or endless error page must not hold the request until its end: the
+    # excerpt is all the error keeps, so the rest is never waited for.
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool())
+    head = b"HTTP/1.1 500 Oops\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+    page = b"<p>" + b"x" * 600
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, head + f"{len(page):x}\r\n".encode() + page + b"\r\n")  # no end
+    assert info.value.status == 500
+    assert info.value.body == page[:512]
+    assert not client.ready
+
+
+def test_a_success_body_of_another_type_is_bounded():
+    client = HttpClientConnection(ENDPOINT, HttpClientConfig(max_response_bytes=1000))
+    client.send_request(call_tool())
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+    page = b"x" * 1001
+    with pytest.raises(RemoteProtocolError, match="exceeds 1000 bytes"):
+        events_for(client, head + f"{len(page):x}\r\n".encode() + page + b"\r\n")
+    assert not client.ready
+
+
+def test_an_error_without_id_on_an_event_stream_is_the_answer_to_this_request():
+    # As in a JSON body: an error the server could not tie to an id answers this request.
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": "down"}}
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    events = events_for(client, sse_bytes(200, stream_body(PROGRESS, error)))
+    assert events == [NotificationReceived(message=PROGRESS),
+                      ResponseReceived(message=error, status=200)]
+
+
+def test_bytes_after_a_response_make_the_connection_not_reusable():
+    # A server writing after its response (a 408 before it closes an idle connection) in
+    # the same read: those bytes would otherwise be taken as the next request's answer.
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
+    events = events_for(client, response_bytes(200, "application/json", body)
+                        + b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+    assert [type(e) for e in events] == [ResponseReceived]
+    assert not client.ready
+    clean = HttpClientConnection(ENDPOINT)
+    clean.send_request(call_tool("echo", 1))
+    events_for(clean, response_bytes(200, "application/json", body))
+    assert clean.ready

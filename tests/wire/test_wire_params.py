@@ -50,6 +50,8 @@ def test_paths_follow_properties_chains():
         ({"type": "number", "x-mcp-header": "N"}, "type"),
         ({"type": "array", "x-mcp-header": "N"}, "type"),
         ({"x-mcp-header": "N"}, "type"),
+        ({"type": ["string", "null"], "x-mcp-header": "N"}, "type"),  # JSON, not hashable
+        ({"type": {"const": "string"}, "x-mcp-header": "N"}, "type"),
     ],
 )
 def test_invalid_annotations_are_refused(spec, match):
@@ -182,10 +184,17 @@ def test_registry_learns_from_tools_list_and_drops_invalid_tools():
             "properties": {"n": {"type": "number", "x-mcp-header": "N"}},
         },
     }
+    odd = {  # valid JSON Schema, not an annotation the header rules allow
+        "name": "odd",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"who": {"type": ["string", "null"], "x-mcp-header": "Who"}},
+        },
+    }
     plain = {"name": "plain", "inputSchema": {"type": "object"}}
-    seen = registry.observe({"method": "tools/list"}, listing(good, bad, plain))
+    seen = registry.observe({"method": "tools/list"}, listing(good, bad, odd, plain))
     assert [t["name"] for t in seen["result"]["tools"]] == ["deploy", "plain"]
-    assert "broken" in registry.rejected
+    assert "broken" in registry.rejected and "odd" in registry.rejected
     assert registry.headers_for(call_tool("deploy", 2, region="eu")) == [("Mcp-Param-Region", "eu")]
     assert registry.headers_for(call_tool("plain", 3, region="eu")) == []
     assert registry.headers_for({"method": "tools/list"}) == []

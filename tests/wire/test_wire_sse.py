@@ -105,3 +105,16 @@ def test_chunking_never_changes_the_events(cuts):
         got.extend(parser.feed(STREAM[a:b]))
     assert got == parse(STREAM)
     assert [e.data for e in got] == ["one", "two\nmore", "three"]
+
+
+def test_a_long_line_grown_chunk_by_chunk_is_one_event():
+    # Chunks without a line end only extend the pending line (no rescan of what came
+    # before); the line, once ended, is the same as if it came whole.
+    parser = SseParser(max_event_bytes=200_000)
+    payload = b"x" * 100_000
+    assert parser.feed(b"data: ") == []
+    for start in range(0, len(payload), 100):
+        assert parser.feed(payload[start:start + 100]) == []
+    assert parser.feed(b"\n\n") == [SseEvent(data=payload.decode())]
+    assert parser.feed(b"data: y\r") == []
+    assert parser.feed(b"\n\n") == [SseEvent(data="y")]

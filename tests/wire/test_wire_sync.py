@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import sys
 import threading
@@ -159,27 +160,6 @@ def test_http_client_reconnects_after_the_server_closed_an_idle_connection():
         assert peer.connections == 2
 
 
-@pytest.mark.parametrize("peer_does", ["close", "write", "nothing"])
-def test_an_idle_http_connection_is_stale_once_the_server_closed_or_wrote_to_it(peer_does):
-    from mrtr_sync.http_client import _Connection
-
-    from mrtr_core.http import HttpClientConnection, parse_url
-
-    ours, theirs = socket.socketpair()
-    conn = _Connection(ours, HttpClientConnection(parse_url("http://127.0.0.1:1/mcp")))
-    try:
-        assert not conn.stale()
-        if peer_does == "close":
-            theirs.close()
-        elif peer_does == "write":
-            theirs.sendall(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
-        assert conn.stale() is (peer_does != "nothing")
-        assert conn.stale() is (peer_does != "nothing")  # the check reads nothing
-    finally:
-        conn.close()
-        theirs.close()
-
-
 def test_http_broken_connection_fails_only_its_request():
     with BrokenPeer() as peer, HttpTransport(peer.url, max_connections=2) as transport:
         results: dict[str, object] = {}
@@ -198,6 +178,29 @@ def test_http_broken_connection_fails_only_its_request():
         assert isinstance(results["break"], ConnectionError)
         assert results["echo"]["id"] == 2
         assert transport.request(call_tool("echo", 3), timeout=TIMEOUT)["id"] == 3
+
+
+def test_http_client_reports_a_connect_that_timed_out_as_a_broken_connection():
+    # A connect limit is not the caller's time limit: nothing was sent, so the request
+    # fails at once as a broken transport instead of waiting out its whole timeout.
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
+        port = listener.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(8):  # fill the accept queue: later SYNs are dropped
+                try:
+                    fillers.append(socket.create_connection(("127.0.0.1", port), timeout=0.2))
+                except TimeoutError:
+                    break
+            else:
+                pytest.fail("the accept queue never filled")
+            url = f"http://127.0.0.1:{port}/mcp"
+            refused = pytest.raises(ConnectionError, match=r"no connection to .* within 0\.2 s")
+            with HttpTransport(url, connect_timeout=0.2) as transport, refused:
+                transport.request(call_tool("echo", 1), timeout=TIMEOUT)
+        finally:
+            for sock in fillers:
+                sock.close()
 
 
 def test_http_client_times_out_a_stalled_server():
@@ -288,6 +291,26 @@ def test_stdio_server_answers_in_process_streams():
 def test_stdio_close_ends_the_process(stdio):
     stdio.close()
     assert stdio.process.returncode == 0
+
+
+def test_stdio_close_returns_while_a_left_behind_process_holds_stdout(tmp_path):
+    # The server exited but a child it started still holds the pipe: the reader thread
+    # stays blocked in its read, and close() must not wait on it (it waited for the
+    # child to end).
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    env = {**os.environ, "ORPHAN_FIFO": str(fifo)}
+    transport = StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"], env=env,
+                                     close_timeout=0.1)
+    assert transport.process.wait(TIMEOUT) == 3  # exited, its child started
+    try:
+        closer = threading.Thread(target=transport.close, daemon=True)
+        closer.start()
+        closer.join(TIMEOUT)
+        assert not closer.is_alive()  # the child cannot have ended: it waits for the FIFO
+    finally:
+        with open(fifo, "w"):  # lets the child read its end and exit
+            pass
 
 
 def _try(transport, message):

@@ -295,6 +295,19 @@ def test_stdio_crash_fails_in_flight_requests_with_a_typed_error():
     run_stdio(body)
 
 
+def test_stdio_errors_leave_the_transport_as_themselves_not_as_a_group():
+    # The transport's reader runs in a nursery; what the body raises must still reach
+    # the caller as the typed error it is (an ``except ServerExitedError`` must work).
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+                await transport.request(call_tool("crash", 1))
+
+    with pytest.raises(ServerExitedError) as info:
+        trio.run(main)
+    assert info.value.returncode == 3
+
+
 def test_stdio_close_ends_the_process():
     async def main():
         with trio.fail_after(LIMIT):
