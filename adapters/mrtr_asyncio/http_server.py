@@ -235,7 +235,9 @@ class _Connection(asyncio.Protocol):
                 return
             if isinstance(event, MessageReceived):
                 self.started = None
-                self.deadline = None  # no read timer while the request is answered
+                if not self.paused:
+                    # (a write timer set by pause_writing() just above must survive)
+                    self.deadline = None  # no read timer while the request is answered
                 reply = self._answer(event)
                 if reply is None:
                     return  # a task answers it

@@ -161,6 +161,19 @@ class HttpServer:
             self._conns[sock] = thread
         thread.start()
 
+    @staticmethod
+    def _receive(sock: socket.socket, timeout: float) -> bytes | None:
+        """What the peer sends within ``timeout`` seconds, or ``None`` when it sent nothing."""
+        if timeout <= 0:
+            # settimeout(0.0) would make the socket non-blocking: recv() would raise
+            # BlockingIOError, taken for a broken peer, and the 408 would never be sent.
+            return None
+        sock.settimeout(timeout)
+        try:
+            return sock.recv(_READ_SIZE)
+        except TimeoutError:
+            return None
+
     def _serve_connection(self, sock: socket.socket) -> None:
         conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
         started: float | None = None
@@ -174,11 +187,9 @@ class HttpServer:
                         started, timeout = None, self.idle_timeout
                     else:
                         started = time.monotonic() if started is None else started
-                        timeout = max(0.0, started + self.read_timeout - time.monotonic())
-                    sock.settimeout(timeout)
-                    try:
-                        data = sock.recv(_READ_SIZE)
-                    except TimeoutError:
+                        timeout = started + self.read_timeout - time.monotonic()
+                    data = self._receive(sock, timeout)
+                    if data is None:
                         conn.timed_out()
                         self._send(sock, conn.data_to_send())
                         return

@@ -160,7 +160,22 @@ def _reason(status: int) -> bytes:
 
 
 def _target_path(target: bytes) -> str:
+    # RFC 9112 §3.2.2: a server MUST accept the absolute-form ("http://host/mcp").
+    lowered = target[:8].lower()
+    if lowered.startswith((b"http://", b"https://")):
+        rest = target.split(b"//", 1)[1]
+        slash = rest.find(b"/")
+        target = rest[slash:] if slash >= 0 else b"/"
     return target.split(b"?", 1)[0].decode("ascii", "replace")
+
+
+def _head_size(request: h11.Request) -> int:
+    """Bytes of the request line and header lines (h11 enforces its limit only on a head
+    that arrives in pieces; a whole head delivered by one read is never measured)."""
+    size = len(request.method) + len(request.target) + 12
+    for name, value in request.headers.raw_items():
+        size += len(name) + len(value) + 4
+    return size
 
 
 class HttpServerConnection:
@@ -336,6 +351,14 @@ class HttpServerConnection:
         self._rejection = None
         self._body = []
         self._body_size = 0
+        if _head_size(request) > self.config.max_header_bytes:
+            return self._abort(HttpRequestError(
+                f"request head exceeds {self.config.max_header_bytes} bytes", status=431))
+        if _CONTENT_LENGTH in headers and "transfer-encoding" in headers:
+            # RFC 9112 §6.1: such a request may be smuggling; the server MUST close the
+            # connection after responding (h11 keeps it open).
+            return self._abort(HttpRequestError(
+                "both Content-Length and Transfer-Encoding are present", status=400))
         rejection = self._precheck(request, headers)
         if rejection is not None and rejection.status == 413:
             return self._abort(rejection)
@@ -354,6 +377,11 @@ class HttpServerConnection:
             values = headers.get(name)
             return values[0].decode("latin-1") if values else None
 
+        def joined(name: str) -> str | None:
+            # A list-valued field may be split over several field lines (RFC 9110 §5.3).
+            values = headers.get(name)
+            return b", ".join(values).decode("latin-1") if values else None
+
         if request.target != self._path_bytes:
             path = _target_path(request.target)
             if path != self.config.path:
@@ -362,6 +390,9 @@ class HttpServerConnection:
             # GET and DELETE were removed in 2026-07-28: 405 (digest §3.2, §3.3).
             method = request.method.decode("ascii", "replace")
             return HttpRequestError(f"HTTP method {method} is not allowed; use POST", status=405)
+        for singleton in (_ORIGIN, _CONTENT_TYPE):
+            if len(headers.get(singleton, ())) > 1:
+                return HttpRequestError(f"{singleton} header appears more than once", status=400)
         if _ORIGIN in headers:
             origin = one(_ORIGIN)
             if origin is not None and not self.config.origin_allowed(origin):
@@ -373,7 +404,7 @@ class HttpServerConnection:
                 f"body of {length} bytes exceeds the limit of {self.config.max_body_bytes}",
                 status=413,
             )
-        if not accepts_json_and_sse(one(_ACCEPT)):
+        if not accepts_json_and_sse(joined(_ACCEPT)):
             # Accept MUST list both types (digest §3.3 item 2); the spec fixes no status.
             return HttpRequestError(
                 "Accept must list application/json and text/event-stream", status=406

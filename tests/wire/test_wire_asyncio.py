@@ -7,6 +7,7 @@ short timeouts where a timeout is the behaviour under test, and assert on outcom
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from pathlib import Path
 
@@ -288,3 +289,34 @@ def test_stdio_close_ends_the_process():
         assert transport.process.returncode == 0
 
     asyncio.run(main())
+
+
+def test_http_server_drops_a_client_that_stops_reading_its_replies():
+    # Pipelined requests whose replies are never read fill the buffers: the server stops
+    # reading and writing, and must drop the client once read_timeout passes (on a
+    # virtual clock; the write timer used to be disarmed by the request that filled them).
+    from mrtr_asyncio.testing import run as run_virtual
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        async with serve_http(make_app(), "127.0.0.1", 0, read_timeout=1.0,
+                              idle_timeout=3600.0) as server:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", server.port))
+            reader, writer = await asyncio.open_connection(sock=sock)
+            one = RawClient().post(call_tool("echo", 1, text="x" * 60_000))
+            for _ in range(100):  # replies that are not read for a while
+                writer.write(one)
+            await asyncio.sleep(60.0)  # virtual: only the server's timers fire
+            received = 0
+            try:  # now read all there is: a dropped client gets only what was in flight
+                while chunk := await reader.read(1 << 20):
+                    received += len(chunk)
+            except ConnectionResetError:
+                pass
+            writer.transport.abort()
+        return received
+
+    assert run_virtual(main()) < 10 * 60_000  # not the 100 replies a kept client gets

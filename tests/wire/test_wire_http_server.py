@@ -453,6 +453,64 @@ def test_oversized_head_gets_431():
     assert server.ended
 
 
+def test_an_oversized_head_that_arrives_whole_gets_431_too():
+    # h11 measures only a head still incomplete; one read may bring a whole large head.
+    client, server = RawClient(), HttpServerConnection(HttpServerConfig(max_header_bytes=1024))
+    exchange = serve(server, client.post(call_tool(), [*mcp_headers(), ("X-Big", "a" * 2048)]))
+    assert exchange.rejected[0].status == 431
+    assert not exchange.received
+    assert server.ended
+
+
+def test_content_length_with_transfer_encoding_gets_400_and_close():
+    # RFC 9112 §6.1: such a request may be smuggling; the server must close after answering.
+    body = json.dumps(call_tool()).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in mcp_headers())
+    data = (f"POST /mcp HTTP/1.1\r\n{head}Content-Length: {len(body)}\r\n"
+            f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n").encode()
+    data += body + b"\r\n0\r\n\r\n"
+    server = HttpServerConnection()
+    exchange = serve(server, data)
+    assert exchange.rejected[0].status == 400
+    assert not exchange.received
+    assert b"connection: close" in exchange.out.lower()
+    assert server.ended
+
+
+def test_an_absolute_form_target_is_the_endpoint():
+    # RFC 9112 §3.2.2: a server MUST accept the absolute form.
+    client, server = RawClient(), HttpServerConnection()
+    for target in ("http://127.0.0.1:8000/mcp", "HTTPS://example.com/mcp?x=1"):
+        data = client.request(json.dumps(call_tool()).encode(), target=target)
+        _, resp = one(client, server, data)
+        assert resp.status == 200
+    _, resp = one(client, server, client.request(b"{}", target="http://127.0.0.1:8000/other"))
+    assert resp.status == 404
+
+
+def test_accept_split_over_two_lines_is_one_list():
+    # RFC 9110 §5.3: a list field's lines are one list.
+    headers = [h for h in mcp_headers() if h[0] != "Accept"]
+    headers += [("Accept", "application/json"), ("Accept", "text/event-stream")]
+    client, server = RawClient(), HttpServerConnection()
+    _, resp = one(client, server, client.post(call_tool(), headers))
+    assert resp.status == 200
+
+
+@pytest.mark.parametrize(("name", "values"), [
+    ("Origin", ("http://localhost", "http://evil.example")),
+    ("Content-Type", ("application/json", "text/plain")),
+])
+def test_a_repeated_single_valued_header_gets_400(name, values):
+    # Which one would count? A check read from the first line could be passed by the
+    # first and meant for the second (an Origin check bypassed).
+    headers = [h for h in mcp_headers() if h[0] != name] + [(name, v) for v in values]
+    client, server = RawClient(), HttpServerConnection()
+    _, resp = one(client, server, client.post(call_tool(), headers))
+    assert resp.status == 400
+    assert name.lower() in resp.json()["error"]["message"].lower()
+
+
 def test_expect_100_continue_gets_100_then_the_reply():
     client, server = RawClient(), HttpServerConnection()
     data = client.post(call_tool(), [*mcp_headers(), ("Expect", "100-continue")])

@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -118,15 +119,49 @@ def test_http_server_serves_connections_concurrently(server, gate):
         assert text_of(results["wait"]) == "opened"
 
 
+def _read_to_the_end(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    return data
+
+
 def test_http_server_times_out_a_stalled_client(gate):
     srv = serve_http(make_app(gate), "127.0.0.1", 0, read_timeout=0.3)
     try:
         with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as sock:
             sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
-            data = b""
-            while chunk := sock.recv(4096):
-                data += chunk
-        assert data.startswith(b"HTTP/1.1 408 ")
+            assert _read_to_the_end(sock).startswith(b"HTTP/1.1 408 ")
+    finally:
+        srv.shutdown()
+
+
+def test_http_server_answers_408_when_more_of_a_request_comes_after_its_deadline(
+    gate, monkeypatch
+):
+    # Part of a request arrives, then more of it once read_timeout has passed (a clock
+    # that jumps after the server has read the first part): the server answers 408
+    # instead of closing without a word.
+    import mrtr_sync.http_server
+
+    first_read = threading.Event()
+    calls = 0
+
+    def monotonic() -> float:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the server read the first part and computed its deadline
+            first_read.set()
+        return 0.0 if calls <= 2 else 100.0
+
+    monkeypatch.setattr(mrtr_sync.http_server, "time", types.SimpleNamespace(monotonic=monotonic))
+    srv = serve_http(make_app(gate), "127.0.0.1", 0, read_timeout=5.0)
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=TIMEOUT) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+            assert first_read.wait(TIMEOUT)
+            sock.sendall(b"Content-Length: 100\r\n")
+            assert _read_to_the_end(sock).startswith(b"HTTP/1.1 408 ")
     finally:
         srv.shutdown()
 
