@@ -71,7 +71,7 @@ class HttpServer:
         self._host, self._port = host, port
         self.host, self.port = host, port
         self._server: asyncio.Server | None = None
-        self._conns: set[_Connection] = set()
+        self._conns: dict[_Connection, None] = {}  # oldest first
 
     @property
     def url(self) -> str:
@@ -116,6 +116,16 @@ class HttpServer:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    def _make_room(self) -> bool:
+        """Close the oldest connection that only waits for its client, to take a new one;
+        whether there was one (a server full of silent or slow clients stays reachable)."""
+        for conn in self._conns:
+            if conn.waiting_for_client:
+                del self._conns[conn]
+                conn.abort()
+                return True
+        return False
+
     def _tool_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""
         tool = self.app.find_tool(name)
@@ -149,11 +159,12 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        if len(self.server._conns) >= self.server.max_connections:
+        server = self.server
+        if len(server._conns) >= server.max_connections and not server._make_room():
             self.closed = True
             transport.abort()
             return
-        self.server._conns.add(self)
+        server._conns[self] = None
         self._process()
 
     def data_received(self, data: bytes) -> None:
@@ -185,7 +196,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.server._conns.discard(self)
+        self.server._conns.pop(self, None)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -207,6 +218,17 @@ class _Connection(asyncio.Protocol):
             self.transport.resume_reading()
         if self.task is None:
             self._process()
+
+    @property
+    def waiting_for_client(self) -> bool:
+        """No handler runs and nothing of ours is unsent: only the client can move on."""
+        transport = self.transport
+        return (
+            self.task is None
+            and not self.paused
+            and self.conn.waiting_for_peer
+            and (transport is None or not transport.get_write_buffer_size())
+        )
 
     # -- the request loop ---------------------------------------------------------------------
 
@@ -390,7 +412,9 @@ def serve_http(
         principal: Derives the principal from request headers (default: none).
         read_timeout: Seconds a client gets to send a whole request (and to read the reply).
         idle_timeout: Seconds an idle keep-alive connection is kept open.
-        max_connections: Connections served at once; more are closed on accept.
+        max_connections: Connections served at once. When all are taken, a new one closes
+            the oldest that only waits for its client (between requests, or a request still
+            arriving); when every one is being answered, the new one is closed.
     """
     return HttpServer(
         app,

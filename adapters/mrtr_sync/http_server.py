@@ -58,7 +58,9 @@ class HttpServer:
         principal: Derives the principal from request headers (default: none).
         read_timeout: Seconds a client gets to send a whole request (and to read the reply).
         idle_timeout: Seconds an idle keep-alive connection is kept open.
-        max_connections: Connections served at once; more are closed on accept.
+        max_connections: Connections served at once. When all are taken, a new one closes
+            the oldest that only waits for its client (between requests, or a request still
+            arriving); when every one is being answered, the new one is closed.
     """
 
     def __init__(
@@ -87,7 +89,8 @@ class HttpServer:
         self.host, self.port = self._listener.getsockname()[:2]
         self._wake_r, self._wake_w = socket.socketpair()
         self._lock = threading.Lock()
-        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._conns: dict[socket.socket, _Served] = {}  # oldest first
+        self._leaving: list[threading.Thread] = []  # connections closed to make room
         self._stopping = False
         self._accept_thread: threading.Thread | None = None
         self._done = threading.Event()
@@ -127,7 +130,8 @@ class HttpServer:
         """Stop accepting, close every connection, and wait for their threads."""
         with self._lock:
             self._stopping = True
-            conns = dict(self._conns)
+            conns = {sock: served.thread for sock, served in self._conns.items()}
+            leaving = list(self._leaving)
         with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
         if self._accept_thread is not None:
@@ -135,7 +139,7 @@ class HttpServer:
         for sock in conns:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-        for thread in conns.values():
+        for thread in [*conns.values(), *leaving]:
             thread.join(timeout)
         for sock in (self._listener, self._wake_r, self._wake_w):
             sock.close()
@@ -154,12 +158,30 @@ class HttpServer:
         except OSError:
             return
         with self._lock:
-            if self._stopping or len(self._conns) >= self.max_connections:
+            full = len(self._conns) >= self.max_connections
+            if self._stopping or (full and not self._make_room()):
                 sock.close()
                 return
-            thread = signal_safe_thread(self._serve_connection, sock, name="mrtr-http-conn")
-            self._conns[sock] = thread
-        thread.start()
+            served = _Served(HttpServerConnection(self.config, tool_schema=self._tool_schema))
+            served.thread = signal_safe_thread(
+                self._serve_connection, sock, served, name="mrtr-http-conn"
+            )
+            self._conns[sock] = served
+        served.thread.start()
+
+    def _make_room(self) -> bool:
+        """(Lock held.) Close the oldest connection that only waits for its client, to take
+        a new one; whether there was one (a server full of silent or slow clients stays
+        reachable)."""
+        self._leaving = [thread for thread in self._leaving if thread.is_alive()]
+        for sock, served in self._conns.items():
+            if not served.answering and served.conn.waiting_for_peer:
+                del self._conns[sock]
+                self._leaving.append(served.thread)
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)  # its thread reads the end and closes it
+                return True
+        return False
 
     @staticmethod
     def _receive(sock: socket.socket, timeout: float) -> bytes | None:
@@ -174,8 +196,8 @@ class HttpServer:
         except TimeoutError:
             return None
 
-    def _serve_connection(self, sock: socket.socket) -> None:
-        conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
+    def _serve_connection(self, sock: socket.socket, served: _Served) -> None:
+        conn = served.conn
         started: float | None = None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -196,8 +218,11 @@ class HttpServer:
                     conn.receive_data(data)
                 elif isinstance(event, MessageReceived):
                     started = None
+                    served.answering = True  # until the reply is written
                     reply = self._answer(event)
                     conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                    self._send(sock, conn.data_to_send())
+                    served.answering = False
                 elif isinstance(event, ConnectionEnded):
                     return
         except OSError:
@@ -229,6 +254,18 @@ class HttpServer:
             return step
         except Exception as exc:  # a bug in the app must not take the connection down
             return internal_error_reply(event.request_id, exc)
+
+
+class _Served:
+    """One connection being served: its HTTP state, its thread, and whether a request is
+    being answered on it (from its arrival until the reply is written)."""
+
+    __slots__ = ("answering", "conn", "thread")
+
+    def __init__(self, conn: HttpServerConnection) -> None:
+        self.conn = conn
+        self.thread: threading.Thread
+        self.answering = False
 
 
 def serve_http(

@@ -152,6 +152,18 @@ class _SocketIO:
 _IO = _StreamIO | _SocketIO
 
 
+class _Slot:
+    """One connection being served: its HTTP state, the scope that ends it, and whether a
+    request is being answered on it (from its arrival until the reply is written)."""
+
+    __slots__ = ("answering", "conn", "scope")
+
+    def __init__(self, conn: HttpServerConnection) -> None:
+        self.conn = conn
+        self.scope = trio.CancelScope()
+        self.answering = False
+
+
 class _Server:
     def __init__(
         self,
@@ -173,13 +185,18 @@ class _Server:
         self.read_timeout = read_timeout
         self.idle_timeout = idle_timeout
         self.limiter = trio.CapacityLimiter(max_connections)
+        self._slots: dict[_Slot, None] = {}  # oldest first
 
     async def handle(self, stream: trio.abc.Stream) -> None:
         try:
             self.limiter.acquire_nowait()
         except trio.WouldBlock:
-            await trio.aclose_forcefully(stream)
-            return
+            if not self._make_room():
+                await trio.aclose_forcefully(stream)
+                return
+            await self.limiter.acquire()  # the connection closed for us gives its slot back
+        slot = _Slot(HttpServerConnection(self.config, tool_schema=self._tool_schema))
+        self._slots[slot] = None
         io: _IO
         if isinstance(stream, trio.SocketStream) and stream.socket.type == socket.SOCK_STREAM:
             # Plain TCP: take the socket out of its wrapper and drive it directly.
@@ -188,17 +205,29 @@ class _Server:
         else:
             io = _StreamIO(stream, self.read_timeout)
         try:
-            await self._serve(io)
+            with slot.scope:
+                await self._serve(io, slot)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, _Stalled):
             pass  # the peer went away; only this connection is affected
         finally:
+            self._slots.pop(slot, None)
             self.limiter.release()
             if isinstance(io, _SocketIO):
                 io.close()
             await trio.aclose_forcefully(stream)
 
-    async def _serve(self, io: _IO) -> None:
-        conn = HttpServerConnection(self.config, tool_schema=self._tool_schema)
+    def _make_room(self) -> bool:
+        """Close the oldest connection that only waits for its client, to take a new one;
+        whether there was one (a server full of silent or slow clients stays reachable)."""
+        for slot in self._slots:
+            if not slot.answering and slot.conn.waiting_for_peer:
+                del self._slots[slot]
+                slot.scope.cancel()
+                return True
+        return False
+
+    async def _serve(self, io: _IO, slot: _Slot) -> None:
+        conn = slot.conn
         started: float | None = None
 
         def deadline() -> float:
@@ -228,11 +257,14 @@ class _Server:
                 conn.receive_data(data)
             elif isinstance(event, MessageReceived):
                 started = None
+                slot.answering = True  # until the reply is written
                 await io.checkpoint()
                 reply = await self._answer(event, io, conn)
                 if reply is None:
                     return  # the client closed the connection: the request is cancelled
                 conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                await io.send(conn.data_to_send())
+                slot.answering = False
             elif isinstance(event, ConnectionEnded):
                 return
 
@@ -320,7 +352,9 @@ async def serve_http(
         principal: Derives the principal from request headers (default: none).
         read_timeout: Seconds a client gets to send a whole request (and to read the reply).
         idle_timeout: Seconds an idle keep-alive connection is kept open.
-        max_connections: Connections served at once; more are closed on accept.
+        max_connections: Connections served at once. When all are taken, a new one closes
+            the oldest that only waits for its client (between requests, or a request still
+            arriving); when every one is being answered, the new one is closed.
         task_status: Receives the bound port.
     """
     server = _Server(

@@ -338,6 +338,13 @@ class HttpServerConnection:
         )
 
     @property
+    def waiting_for_peer(self) -> bool:
+        """Only the client can move this connection on: no request is being answered and
+        nothing is left to send (between requests, or a request still arriving). A server
+        out of connection slots may close such a connection to take a new one."""
+        return not (self._awaiting_reply or self._out or self._ended)
+
+    @property
     def ended(self) -> bool:
         """Whether the connection is finished (after :class:`ConnectionEnded`)."""
         return self._ended

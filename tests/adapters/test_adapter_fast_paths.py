@@ -263,26 +263,6 @@ def test_asyncio_server_answers_pipelined_requests_in_order() -> None:
     assert b'"second"' in second and b'"id":2' in second
 
 
-def test_asyncio_server_refuses_connections_over_its_limit() -> None:
-    async def main() -> bytes:
-        async with (
-            asyncio.timeout(LIMIT),
-            serve_asyncio(_app(), "127.0.0.1", 0, max_connections=1) as server,
-        ):
-            _, first = await asyncio.open_connection("127.0.0.1", server.port)
-            reader, second = await asyncio.open_connection("127.0.0.1", server.port)
-            second.write(_two_requests())
-            try:
-                data = await reader.read()
-            except ConnectionResetError:
-                data = b""
-            first.close()
-            second.close()
-        return data
-
-    assert asyncio.run(main()) == b""
-
-
 def test_trio_server_drives_plain_tcp_without_a_socket_stream() -> None:
     # The connection's socket is taken out of trio's wrapper: a plain socket client works.
     async def main() -> bytes:

@@ -2,7 +2,9 @@
 
 ``gate_wait`` blocks until ``gate_open`` is called (on any connection): it shows that requests
 interleave and that a stalled request does not hold up the others. The gate is a runtime
-primitive passed in by the test (``threading.Event``, ``trio.Event``, ``asyncio.Event``).
+primitive passed in by the test (``threading.Event``, ``trio.Event``, ``asyncio.Event``);
+``entered``, when given, is a ``threading.Event`` that ``gate_wait`` sets as it starts waiting
+(so a test knows the request is being answered).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mrtr_core.state import KeyRing, StateCodec
 KEY = b"wire-tests-key-0123456789abcdef!"
 
 
-def make_app(gate: Any = None, *, seed: int = 7) -> App:
+def make_app(gate: Any = None, *, seed: int = 7, entered: Any = None) -> App:
     """The test app; ``gate`` has ``set()`` and ``wait()`` (sync or async)."""
     codec = StateCodec(
         KeyRing({"k": KEY}, active="k"), audience="wire", nonce=random.Random(seed).randbytes
@@ -43,6 +45,8 @@ def make_app(gate: Any = None, *, seed: int = 7) -> App:
 
             @app.tool(description="Wait until gate_open is called.")
             async def gate_wait(ctx: Context) -> str:
+                if entered is not None:
+                    entered.set()
                 await waiter()
                 return "opened"
 
@@ -50,6 +54,8 @@ def make_app(gate: Any = None, *, seed: int = 7) -> App:
 
             @app.tool(description="Wait until gate_open is called.")
             def gate_wait(ctx: Context) -> str:
+                if entered is not None:
+                    entered.set()
                 waiter()
                 return "opened"
 
