@@ -183,6 +183,11 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
                 # NotificationReceived: progress and logs are not a transport's concern
         except MrtrError as exc:  # the server broke the framing: nothing can be trusted
             self._fail(exc)
+            # Read on, discarding, until stdout ends: a server blocked writing to a full
+            # pipe would never see its stdin close, and aclose() would have to kill it.
+            with contextlib.suppress(OSError, ValueError):
+                while await self._stdout.read(_READ_SIZE):
+                    pass
 
     def _fail(self, error: MrtrError) -> None:
         if self._failure is None:

@@ -202,6 +202,11 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
                 # NotificationReceived: progress and logs are not a transport's concern
         except MrtrError as exc:  # the server broke the framing: nothing can be trusted now
             self._fail(exc)
+            # Read on, discarding, until stdout ends: a server blocked writing to a full
+            # pipe would never see its stdin close, and close() would have to kill it.
+            with contextlib.suppress(OSError, ValueError):
+                while read(_READ_SIZE):
+                    pass
 
     def _wait_briefly(self) -> int | None:
         try:

@@ -158,6 +158,11 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
                     # NotificationReceived: progress and logs are not a transport's concern
             except MrtrError as exc:  # the server broke the framing: nothing can be trusted
                 self._fail(exc)
+                # Read on, discarding, until stdout ends: a server blocked writing to a full
+                # pipe would never see its stdin close, and aclose() would have to kill it.
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    while await self._stdout.receive_some(_READ_SIZE):
+                        pass
 
     def _fail(self, error: MrtrError) -> None:
         if self._failure is None:

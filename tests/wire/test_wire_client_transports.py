@@ -28,7 +28,7 @@ import trio
 import trio.testing
 from wire_helpers import call_tool
 
-from mrtr_core.errors import LocalProtocolError
+from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
 from mrtr_core.http import (
     AsyncHttpTransportBase,
     HttpClientConfig,
@@ -223,3 +223,45 @@ def test_an_idle_http_connection_is_stale_once_the_server_closed_or_wrote_to_it(
     finally:
         conn.sock.close()
         theirs.close()
+
+
+# -- a stdio server that breaks the framing ---------------------------------------------------
+
+# Answers the first line it reads with one line far over the limit (and over a pipe's
+# buffer), then exits 0 once its stdin ends.
+OVERSIZED = [
+    sys.executable,
+    "-c",
+    "import sys; sys.stdin.buffer.readline();"
+    " sys.stdout.buffer.write(b'x' * 1_000_000 + b'\\n'); sys.stdout.flush();"
+    " sys.stdin.buffer.read()",
+]
+
+
+def _after_a_framing_error(runtime: str) -> tuple[type[BaseException], int | None]:
+    """What the request raised, and the server's exit status once the transport closed."""
+    opened: dict[str, Any] = {"max_line_bytes": 1000, "close_timeout": LIMIT}
+    if runtime == "sync":
+        transport = mrtr_sync.stdio_client.StdioTransport.spawn(OVERSIZED, **opened)
+        with transport, pytest.raises(MrtrError) as info:
+            transport.request(call_tool("echo", 1), timeout=LIMIT)
+        return type(info.value), transport.process.returncode
+
+    async def body(open_stdio: Any) -> tuple[type[BaseException], int | None]:
+        async with open_stdio(OVERSIZED, **opened) as transport:
+            with pytest.raises(MrtrError) as info:
+                await transport.request(call_tool("echo", 1))
+        return type(info.value), transport.process.returncode
+
+    if runtime == "trio":
+        return trio.run(body, mrtr_trio.stdio_client.open_stdio_transport)
+    return asyncio.run(body(mrtr_asyncio.stdio_client.open_stdio_transport))
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_stdio_server_that_broke_the_framing_is_read_to_its_end_and_exits(runtime):
+    # The rest of its output is read and dropped, so the server is never left blocked on
+    # a full pipe: it sees its stdin close and exits by itself, without a signal.
+    error, returncode = _after_a_framing_error(runtime)
+    assert issubclass(error, RemoteProtocolError)
+    assert returncode == 0
