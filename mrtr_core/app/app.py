@@ -84,8 +84,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
 
-# Methods 2026-07-28 removed (SEP-2575; digest §3.2): answered -32601 / 404 like any unknown
-# method. Listed to name them in the error message.
+# Methods 2026-07-28 removed (SEP-2575; digest §3.2): answered -32601 / 404 like an unknown
+# method, but before _meta is checked (a legacy client sends none), naming them as removed.
 REMOVED_METHODS: Final = frozenset({
     "initialize",
     "ping",
@@ -445,18 +445,18 @@ class App:
     # --- dispatch ------------------------------------------------------------------------
 
     def _dispatch(self, msg: Request, now: float, principal: str | None) -> Reply | RunHandler:
-        if msg.method == "initialize":
-            # A legacy client's handshake never carries modern _meta: answer -32601 naming
-            # the versions this server speaks (digest §3.2, Handshake).
+        if msg.method in REMOVED_METHODS:
+            # A legacy client's messages never carry modern _meta: -32601 whatever they
+            # carry (digest §3.2; the conformance suite expects 404/-32601 for them, §6).
+            if msg.method == "initialize":  # name the versions this server speaks (Handshake)
+                raise JsonRpcError(METHOD_NOT_FOUND,
+                                   "initialize is not supported: this server speaks 2026-07-28",
+                                   {"supported": list(SUPPORTED_VERSIONS)})
             raise JsonRpcError(METHOD_NOT_FOUND,
-                               "initialize is not supported: this server speaks 2026-07-28",
-                               {"supported": list(SUPPORTED_VERSIONS)})
+                               f"method {msg.method!r} was removed in 2026-07-28")
         meta = self._check_meta(msg.params)
         handler = self._route(msg.method)
         if handler is None:
-            if msg.method in REMOVED_METHODS:
-                raise JsonRpcError(METHOD_NOT_FOUND,
-                                   f"method {msg.method!r} was removed in 2026-07-28")
             raise JsonRpcError(METHOD_NOT_FOUND, f"method not found: {msg.method}")
         return handler(msg, meta, now, principal)
 

@@ -257,6 +257,18 @@ def test_initialize_is_32601_naming_supported_versions_even_without_meta(driver:
     assert reply.status == 404
 
 
+@pytest.mark.parametrize("method", ["ping", "logging/setLevel", "resources/subscribe"])
+def test_removed_methods_are_32601_even_without_meta(driver: Driver, method: str) -> None:
+    # A legacy client sends them without modern _meta: they are named as removed, not
+    # answered -32602 for the _meta they could never have carried.
+    reply = driver.send({"jsonrpc": "2.0", "id": 1, "method": method})
+    assert error(reply) == {"code": -32601,
+                            "message": f"method {method!r} was removed in 2026-07-28"}
+    assert reply.status == 404
+    unknown = driver.send({"jsonrpc": "2.0", "id": 2, "method": "unknown/method"})
+    assert error(unknown)["code"] == -32602  # any other method: _meta is checked first
+
+
 def test_methods_of_unadvertised_capabilities_are_32601() -> None:
     bare = Driver(App("bare", "1", codec=make_codec()))
     caps = result(bare.call("server/discover"))["capabilities"]
