@@ -105,40 +105,78 @@ def load_ring(path: str | Path) -> KeyRing:
     try:
         if file.stat().st_size > MAX_RING_BYTES:
             raise KeyFileError(f"{file}: larger than {MAX_RING_BYTES} bytes")
-        data = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise KeyFileError(f"{file}: {exc.strerror or exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise KeyFileError(f"{file}: not JSON ({exc})") from exc
-    return ring_from_data(data, source=str(file))
+    return ring_from_data(_parse(text, str(file)), source=str(file))
+
+
+def _parse(text: str, source: str) -> Any:
+    """JSON text of a ring. A name given twice is refused: JSON would keep only the last,
+    and two rings pasted together for a rotation (both ``k1`` from ``mrtr keys new``)
+    would silently lose a key."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        names = [name for name, _ in pairs]
+        for name in names:
+            if names.count(name) > 1:
+                raise KeyFileError(f"{source}: {name!r} appears twice (give each key its own id)")
+        return dict(pairs)
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise KeyFileError(f"{source}: not JSON ({exc})") from exc
 
 
 def ring_from_environment(environ: Mapping[str, str] | None = None) -> KeyRing | None:
     """The ring in ``MRTR_KEYS``, if set."""
     env = os.environ if environ is None else environ
     if env.get(ENV_KEYS):
-        try:
-            data = json.loads(env[ENV_KEYS])
-        except json.JSONDecodeError as exc:
-            raise KeyFileError(f"${ENV_KEYS}: not JSON ({exc})") from exc
-        return ring_from_data(data, source=f"${ENV_KEYS}")
+        source = f"${ENV_KEYS}"
+        return ring_from_data(_parse(env[ENV_KEYS], source), source=source)
     return None
 
 
-def write_ring(path: str | Path, data: Mapping[str, Any]) -> None:
-    """Write ring data to ``path``, readable by its owner only."""
+def write_ring(path: str | Path, data: Mapping[str, Any], *, replace: bool = False) -> None:
+    """Write ring data to a new file at ``path``, readable by its owner only.
+
+    An existing ``path`` (a symlink included) is refused unless ``replace``: then the ring
+    goes to a new file beside it, renamed over ``path``, so neither an old file's mode nor
+    a symlink's target is ever written to.
+
+    Raises:
+        KeyFileError: ``path`` exists (without ``replace``) or cannot be written.
+    """
     file = Path(path)
-    fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(data, out, indent=2)
-        out.write("\n")
+    target = file.with_name(f".{file.name}.{os.getpid()}.tmp") if replace else file
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags, 0o600)
+    except FileExistsError:
+        raise KeyFileError(f"{target}: already exists (--force replaces a ring)") from None
+    except OSError as exc:
+        raise KeyFileError(f"{target}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2)
+            out.write("\n")
+        if replace:
+            os.replace(target, file)
+    except BaseException:
+        if replace:
+            target.unlink(missing_ok=True)
+        raise
 
 
 def cmd_new(args: Any, out: Any) -> int:
-    """``mrtr keys new [FILE] [--kid ID]``: write a fresh ring to FILE (0600) or stdout."""
+    """``mrtr keys new [FILE] [--kid ID] [--force]``: write a fresh ring to a new FILE (0600)
+    or stdout; ``--force`` replaces an existing FILE."""
     data = new_ring_data(args.kid)
     if args.file:
-        write_ring(args.file, data)
+        write_ring(args.file, data, replace=args.force)
         out.print(f"wrote a one-key ring ({args.kid}) to {args.file}")
     else:
         print(json.dumps(data))

@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     new = keys_sub.add_parser("new", help="write a fresh one-key ring (JSON) to FILE or stdout")
     new.add_argument("file", nargs="?", help="where to write it (mode 0600)")
     new.add_argument("--kid", default="k1", help="the key id (default k1)")
+    new.add_argument("--force", action="store_true", help="replace an existing FILE")
     new.set_defaults(func=lambda args, out, ui: keyscmd.cmd_new(args, out))
     return parser
 

@@ -115,8 +115,10 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
     if args.keys:
         os.environ[ENV_KEYS] = ring_env_value(load_ring(args.keys))
     elif not os.environ.get(ENV_KEYS):
-        ui.print("mrtr serve: no --keys and no MRTR_KEYS: the app uses its own default key; "
-                 "instances share requestState only if they share a ring", style="yellow")
+        ui.print("mrtr serve: no --keys and no MRTR_KEYS: the app seals requestState with "
+                 "its own fallback key (the examples' is public: development only); "
+                 "instances share requestState only if they share a ring (mrtr keys new)",
+                 style="yellow")
     if args.workers > 1:
         if args.stdio:
             ui.print("--workers does not apply to --stdio")

@@ -155,8 +155,10 @@ class StateCodec:
         nonce: ``n -> n random bytes``. The core draws no randomness itself: pass
             ``os.urandom`` (or a seeded source in tests).
         mode: ``"aead"`` (AES-256-GCM, default) or ``"hmac"`` (HMAC-SHA256, signed only:
-            the client can read the payload and the times; the principal appears only
-            inside the binding hash). Keep secrets out of the state in either mode.
+            the client can read the payload and the times, and the binding hash is
+            unkeyed, so whoever holds a token can test guesses of its principal and
+            arguments against it). Keep secrets out of the state in either mode, and use
+            ``"aead"`` when principals must not be guessable from tokens.
         ttl: Seconds a token lives after it is sealed (re-sealed every round).
         skew: Clock-skew allowance in seconds between instances: a token issued more than
             ``skew`` in the future is refused, and one is accepted until ``exp + skew``.

@@ -24,6 +24,7 @@ from mrtr_cli.keys import (
     new_ring_data,
     ring_env_value,
     ring_from_data,
+    ring_from_environment,
     write_ring,
 )
 from mrtr_cli.main import main
@@ -76,6 +77,45 @@ def test_keys_new_writes_an_owner_only_ring(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     ring = load_ring(path)
     assert ring.active == "prod1" and len(ring.key("prod1")) == 32
+
+
+def test_keys_new_never_writes_over_a_file_unless_forced(tmp_path: Path) -> None:
+    # An existing ring is someone's live secret, and its mode may let others read it: it
+    # is refused, and --force puts a fresh owner-only file in its place.
+    path = tmp_path / "ring.json"
+    path.write_text(json.dumps({"k1": OTHER}))
+    path.chmod(0o644)
+    assert main(["keys", "new", str(path)]) == 2
+    assert load_ring(path).key("k1") == base64.b64decode(OTHER)  # untouched
+    assert main(["keys", "new", str(path), "--force"]) == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_ring(path).key("k1") != base64.b64decode(OTHER)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ring.json"]  # no temporary left
+
+
+def test_keys_new_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "ring.json"
+    link.symlink_to(victim)
+    assert main(["keys", "new", str(link)]) == 2
+    assert main(["keys", "new", str(link), "--force"]) == 0
+    assert victim.read_text() == "keep me"
+    assert not link.is_symlink() and stat.S_IMODE(link.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("text", [
+    f'{{"k1": "{OTHER}", "k1": "{KEY}"}}',
+    f'{{"active": "k1", "keys": {{"k1": "{OTHER}", "k1": "{KEY}"}}}}',
+])
+def test_a_ring_naming_a_key_twice_is_refused(tmp_path: Path, text: str) -> None:
+    # Two rings pasted together for a rotation, both k1: JSON would keep only the last key.
+    path = tmp_path / "ring.json"
+    path.write_text(text)
+    with pytest.raises(KeyFileError, match="'k1' appears twice"):
+        load_ring(path)
+    with pytest.raises(KeyFileError, match="'k1' appears twice"):
+        ring_from_environment({"MRTR_KEYS": text})
 
 
 # --- state inspect -------------------------------------------------------------------------------
