@@ -162,6 +162,9 @@ def run_call(
     Returns the exit status: 0 done, 3 the tool reported ``isError``, 1 the flow failed.
     """
     try:
+        if call.method == CALL_TOOL and getattr(client.transport, "param_headers", None):
+            with reporter.quiet():
+                _learn_tools(client)
         result = client.request(call.method, call.params)
     except MrtrError as exc:
         ui.print(explain(exc))
@@ -171,6 +174,21 @@ def run_call(
     if call.method == CALL_TOOL and result.get("isError") is True:
         return EXIT_TOOL_ERROR
     return EXIT_OK
+
+
+def _learn_tools(client: Client, *, max_pages: int = 20) -> None:
+    """List the server's tools, so that the HTTP transport knows which arguments it must
+    mirror into ``Mcp-Param-*`` headers (``x-mcp-header``); a server whose tools/list fails
+    is called without them."""
+    cursor = None
+    for _ in range(max_pages):
+        try:
+            page = client.request("tools/list", {"cursor": cursor} if cursor else {})
+        except JsonRpcError:
+            return
+        cursor = page.get("nextCursor")
+        if not isinstance(cursor, str):
+            return
 
 
 def explain(exc: BaseException) -> Text:

@@ -368,11 +368,11 @@ def _show(field: FormField, value: Any) -> str:
 
 
 def _pick(field: FormField, token: str) -> str:
-    if token.isdigit() and 1 <= int(token) <= len(field.choices):
-        return field.choices[int(token) - 1].value
     for choice in field.choices:
         if token == choice.value:
             return choice.value
+    if token.isdigit() and 1 <= int(token) <= len(field.choices):
+        return field.choices[int(token) - 1].value
     for choice in field.choices:
         if token.casefold() == choice.title.casefold():
             return choice.value

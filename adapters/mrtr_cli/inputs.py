@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import shlex
+import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -90,6 +91,10 @@ class SamplingConfig:
     reply: str | None = None
     command: str | None = None
     timeout: float = 120.0
+
+
+def _unblock_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def roots_from_paths(paths: Sequence[str]) -> tuple[Root, ...]:
@@ -281,6 +286,9 @@ class Inputs:
             done = subprocess.run(
                 shlex.split(config.command), input=json.dumps(params), capture_output=True,
                 text=True, timeout=config.timeout, check=False,
+                # Handler threads block SIGINT/SIGTERM (mrtr_sync.threads); a child inherits
+                # that mask, and would then outlive Ctrl-C and `kill`.
+                preexec_fn=_unblock_signals,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InputUnavailableError(key, SAMPLING_CREATE_MESSAGE,

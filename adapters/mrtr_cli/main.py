@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -42,7 +45,7 @@ from mrtr_cli.keys import KeyFileError
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.terminal import pending_reads
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import MrtrError
+from mrtr_core.errors import LocalProtocolError, MrtrError
 from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, READ_RESOURCE
 
 __all__ = ["build_parser", "main"]
@@ -87,6 +90,12 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any] | None:
         if bad:
             raise UsageError(f"prompt arguments are strings; not: {', '.join(bad)}")
     return arguments if (arguments or args.json is not None) else None
+
+
+def _kid(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", text):
+        raise argparse.ArgumentTypeError("a key id is 1-32 characters of A-Za-z0-9_-")
+    return text
 
 
 def _add_client_options(p: argparse.ArgumentParser, *, what: str) -> None:
@@ -148,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     new = keys_sub.add_parser("new", help="write a fresh one-key ring (JSON) to FILE or stdout")
     new.add_argument("file", nargs="?", help="where to write it (mode 0600)")
-    new.add_argument("--kid", default="k1", help="the key id (default k1)")
+    new.add_argument("--kid", default="k1", type=_kid, help="the key id (default k1)")
     new.add_argument("--force", action="store_true", help="replace an existing FILE")
     new.set_defaults(func=lambda args, out, ui: keyscmd.cmd_new(args, out))
     return parser
@@ -165,6 +174,17 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
         url, target = args.target
     if args.sampling_reply is not None and args.sampling_command is not None:
         raise UsageError("--sampling-reply and --sampling-command exclude each other")
+    if args.max_rounds < 1:
+        raise UsageError("--max-rounds must be at least 1")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError("--timeout must be a positive number of seconds")
+    for option, command in (("--stdio", args.stdio), ("--sampling-command", args.sampling_command)):
+        if command is not None:
+            try:
+                if not shlex.split(command):
+                    raise UsageError(f"{option}: empty command")
+            except ValueError as exc:
+                raise UsageError(f"{option} {command!r}: {exc}") from None
     method = {"call": CALL_TOOL, "prompt": GET_PROMPT, "read": READ_RESOURCE}[args.command]
     spec = CallSpec(method=method, target=target,
                     arguments=None if args.command == "read" else _arguments(args))
@@ -189,7 +209,13 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
         handler_timeout=None if person else 300.0,
     )
     reporter = RoundReporter(ui)
-    transport = connect(url, args.stdio)
+    try:
+        transport = connect(url, args.stdio)
+    except LocalProtocolError as exc:  # a malformed URL
+        raise UsageError(str(exc)) from None
+    except OSError as exc:  # --stdio CMD could not be started
+        ui.print(explain(exc))
+        return EXIT_FAILED
     with build_client(transport, inputs, on_event=reporter, limits=limits) as client:
         return run_call(client, spec, out=out, ui=ui, reporter=reporter, raw=args.raw)
 

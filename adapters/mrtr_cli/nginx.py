@@ -78,7 +78,7 @@ class NginxConfig:
             raise ValueError(f"listen {self.listen!r} is not PORT or HOST:PORT")
         if not Path(self.prefix).is_absolute():
             raise ValueError("prefix must be an absolute path")
-        if any(c in self.prefix for c in ";{}\"'\n$#"):
+        if any(c in self.prefix for c in ";{}\"'\n$#") or any(c.isspace() for c in self.prefix):
             raise ValueError("prefix has characters nginx would misread")
         for value in (self.fail_timeout, self.connect_timeout, self.read_timeout):
             if not _TIME.match(value):
@@ -156,14 +156,24 @@ def add_parser(sub: Any) -> None:
 
 def cmd_nginx_conf(args: argparse.Namespace, out: Any, ui: Any) -> int:
     """Write the config and print how to run it."""
-    config = NginxConfig(
-        upstreams=tuple(args.upstream), listen=args.listen,
-        prefix=str(Path(args.prefix).resolve()), user=args.user,
-        keepalive=args.keepalive, next_upstream_tries=args.next_upstream_tries,
-    )
-    if args.output:
-        conf = write_nginx_conf(config, args.output)
-        ui.print(f"wrote {conf}; run: {' '.join(nginx_command('nginx', config, conf))}")
-    else:
-        print(render_nginx_conf(config), end="")
+    try:
+        config = NginxConfig(
+            upstreams=tuple(args.upstream), listen=args.listen,
+            prefix=str(Path(args.prefix).resolve()), user=args.user,
+            keepalive=args.keepalive, next_upstream_tries=args.next_upstream_tries,
+        )
+    except ValueError as exc:
+        ui.print(f"mrtr nginx-conf: {exc}")
+        return 2
+    try:
+        if args.output:
+            conf = write_nginx_conf(config, args.output)
+            ui.print(f"wrote {conf}; run: {' '.join(nginx_command('nginx', config, conf))}")
+        else:
+            for sub_dir in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+                (Path(config.prefix) / "tmp" / sub_dir).mkdir(parents=True, exist_ok=True)
+            print(render_nginx_conf(config), end="")
+    except OSError as exc:
+        ui.print(f"mrtr nginx-conf: {exc.filename}: {exc.strerror or exc}")
+        return 1
     return 0

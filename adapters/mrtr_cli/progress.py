@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -46,8 +47,20 @@ class RoundReporter:
         self.rounds = 0
         self.last_request_id: Any = None
         self.state_sizes: list[int] = []
+        self._quiet = False
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Within the block, notices are not printed (a helper request such as tools/list)."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
 
     def __call__(self, notice: object) -> None:
+        if self._quiet:
+            return
         if isinstance(notice, RoundStarted):
             self.rounds = notice.round
             self.last_request_id = notice.request_id

@@ -89,12 +89,22 @@ def ready_line(url: str, runtime: str, app: App) -> str:
     return f"{READY_PREFIX}{url} (pid {os.getpid()}, runtime {runtime}, app {app.name})"
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0-65535)")
+    return port
+
+
 def add_parser(sub: Any) -> None:
     """Register ``mrtr serve``."""
     p: argparse.ArgumentParser = sub.add_parser("serve", help="serve an app over HTTP or stdio")
     p.add_argument("app", metavar="FILE.py:APP", help="the app to serve (APP defaults to app)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000,
+    p.add_argument("--port", type=_port, default=8000,
                    help="port (default 8000; 0 picks a free one); workers use PORT..PORT+N-1")
     p.add_argument("--runtime", choices=RUNTIMES, default="sync",
                    help="server adapter: sync (threads), trio or asyncio")
@@ -125,6 +135,9 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
             return 2
         if args.port == 0:
             ui.print("--workers needs an explicit --port (instances use PORT..PORT+N-1)")
+            return 2
+        if args.port + args.workers - 1 > 65535:
+            ui.print(f"--port {args.port} --workers {args.workers} goes past port 65535")
             return 2
         return _supervise(args, ui)
     app = load_app(args.app)

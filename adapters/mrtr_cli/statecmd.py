@@ -86,11 +86,19 @@ def cmd_inspect(args: argparse.Namespace, out: Console, ui: Console) -> int:
     codec = StateCodec(load_ring(args.keys), audience=args.audience, nonce=os.urandom,
                        mode=args.mode)
     binding = None
+    if (args.arguments is not None or args.principal is not None) and not (
+            args.method and args.target):
+        ui.print("--arguments and --principal check the binding: give --method and --target too")
+        return 2
     if args.method or args.target:
         if not (args.method and args.target):
             ui.print("give both --method and --target to check the binding")
             return 2
-        arguments = json.loads(args.arguments) if args.arguments is not None else None
+        try:
+            arguments = json.loads(args.arguments) if args.arguments is not None else None
+        except json.JSONDecodeError as exc:
+            ui.print(f"--arguments: not JSON ({exc})")
+            return 2
         binding = Binding(method=args.method, target=args.target,
                           arguments_digest=digest_arguments(arguments), principal=args.principal)
     now = args.now if args.now is not None else time.time()

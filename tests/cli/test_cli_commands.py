@@ -392,3 +392,71 @@ def test_prompt_arguments_must_be_strings(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["prompt", "http://127.0.0.1:1/mcp", "story", "--arg", "n:=3"])
     assert "prompt arguments are strings" in capsys.readouterr().err
+
+
+def test_call_mirrors_x_mcp_header_arguments_over_http(tmp_path: Path) -> None:
+    # The transport learns which arguments become Mcp-Param-* headers from tools/list: the
+    # command lists the tools first (quietly), or the server refuses the call (-32020).
+    app = f"{ROOT / 'examples' / 'conformance_server.py'}:app"
+    instance = ServerProcess("conformance", serve_argv(app), log=tmp_path / "serve.log",
+                             cwd=ROOT)
+    try:
+        url = instance.wait_ready(START_TIMEOUT)
+        done = cli("call", url, "test_header_param", "--arg", "region=eu")
+        assert done.returncode == 0, done.stderr
+        assert "region=eu" in done.stdout
+        assert "tools/list" not in done.stderr  # the listing is no round of the call
+    finally:
+        instance.stop()
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["call", "http://127.0.0.1:1/mcp", "t", "--max-rounds", "0"], "--max-rounds"),
+    (["call", "http://127.0.0.1:1/mcp", "t", "--timeout", "nan"], "--timeout"),
+    (["call", "http://127.0.0.1:1/mcp", "t", "--timeout", "-1"], "--timeout"),
+    (["call", "--stdio", "'unterminated", "t"], "--stdio"),
+    (["call", "http://127.0.0.1:1/mcp", "t", "--sampling-command", "'x"], "--sampling-command"),
+    (["call", "notaurl", "t"], "URL"),
+    (["serve", "app.py", "--port", "70000"], "not a port"),
+    (["keys", "new", "--kid", "a.b"], "key id"),
+])
+def test_bad_command_lines_are_usage_errors(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--method", "tools/call", "--target", "x", "--arguments", "nope"], "--arguments: not JSON"),
+    (["--principal", "alice"], "give --method and --target too"),
+])
+def test_state_inspect_refuses_binding_options_it_cannot_use(
+    sealed: tuple[Path, str], extra: list[str], fragment: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ring, token = sealed
+    assert main(inspect(ring, token, *extra)) == 2
+    assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "status"), [
+    (["--upstream", "127.0.0.1", "--prefix", "/p"], 2),  # no port
+    (["--upstream", "127.0.0.1:8001", "--prefix", "/p q"], 2),  # nginx cannot read the space
+])
+def test_nginx_conf_reports_bad_settings_without_a_traceback(
+    argv: list[str], status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["nginx-conf", *argv]) == status
+    assert capsys.readouterr().err.startswith("mrtr nginx-conf: ")
+
+
+def test_nginx_conf_on_stdout_prepares_the_prefix_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prefix = tmp_path / "run"
+    assert main(["nginx-conf", "--upstream", "127.0.0.1:8001", "--prefix", str(prefix)]) == 0
+    assert f"{prefix}" in capsys.readouterr().out
+    assert (prefix / "tmp" / "client_body").is_dir()  # nginx will not start without it

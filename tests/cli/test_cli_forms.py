@@ -110,6 +110,15 @@ def test_untitled_single_select_by_number_or_value(terminal: Any) -> None:
     assert result.content == {"env": "prod"}
 
 
+def test_an_option_typed_exactly_wins_over_an_option_number(terminal: Any) -> None:
+    # Options that look like numbers: "1" is the option "1", not the first option ("10").
+    request = form({"n": {"type": "string", "enum": ["10", "20", "1"]}}, ["n"])
+    result, _ = ask(terminal, request, ["1", "a"])
+    assert result.content == {"n": "1"}
+    result, _ = ask(terminal, request, ["2", "a"])
+    assert result.content == {"n": "20"}  # not an option's value: the second option
+
+
 def test_titled_single_select_shows_titles_and_sends_const(terminal: Any) -> None:
     request = form({"env": {"type": "string", "oneOf": [
         {"const": "stg", "title": "Staging"}, {"const": "prd", "title": "Production"}]}}, ["env"])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +175,28 @@ def test_sampling_command_gets_the_request_on_stdin() -> None:
     answer = inputs.answer("s", CreateMessageRequest(
         messages=[{"role": "user", "content": {"type": "text", "text": "hi"}}], max_tokens=5))
     assert answer.content == {"type": "text", "text": "1"}
+
+
+def test_a_sampling_command_started_from_a_handler_thread_can_be_interrupted() -> None:
+    # Handler threads block SIGINT and SIGTERM (mrtr_sync.threads); the command must not
+    # inherit that mask, or it would outlive Ctrl-C and kill.
+    script = ("import signal,sys; sys.stdin.read();"
+              " print(sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))")
+    command = f'{sys.executable} -c "{script}"'
+    inputs = Inputs(console=quiet(), sampling=SamplingConfig(command=command), auto=True)
+    request = CreateMessageRequest(messages=[], max_tokens=5)
+    answers: list[Any] = []
+
+    def handler_thread() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        answers.append(inputs.answer("s", request))
+
+    thread = threading.Thread(target=handler_thread)
+    thread.start()
+    thread.join(30)
+    blocked = answers[0].content["text"]
+    assert str(int(signal.SIGINT)) not in blocked.strip("[]").split(", ")
+    assert str(int(signal.SIGTERM)) not in blocked.strip("[]").split(", ")
 
 
 def test_sampling_needs_the_persons_approval_when_someone_is_there(terminal: Any) -> None:
