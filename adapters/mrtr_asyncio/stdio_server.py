@@ -15,10 +15,13 @@ import asyncio
 import contextlib
 import functools
 import os
+import stat
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from mrtr_sync.stdout import protocol_stdout
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, drive_async
@@ -48,7 +51,13 @@ async def _pipe_reader(fd: int) -> Callable[[], Awaitable[bytes]]:
     """Read from ``fd`` via the loop when it is a pipe, else in a thread (a regular file)."""
     loop = asyncio.get_running_loop()
     stream = os.fdopen(os.dup(fd), "rb", buffering=0)
+    # Only pipes and sockets can be polled for sure. connect_read_pipe also takes a character
+    # device, but /dev/null (a supervisor's stdin=DEVNULL) cannot be registered with epoll;
+    # the error surfaces in a loop callback, not here, and the read would never finish.
+    mode = os.fstat(stream.fileno()).st_mode
     try:
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            raise ValueError("not a pipe or a socket")
         reader = asyncio.StreamReader()
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
     except (ValueError, OSError):
@@ -109,16 +118,31 @@ async def serve_stdio(
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
     read: Callable[[], Awaitable[bytes]]
-    send: Callable[[bytes], Awaitable[None]]
     if stdin is not None:
         read = functools.partial(stdin.read, _READ_SIZE)
     else:
         read = await _pipe_reader(sys.stdin.fileno())
-    if stdout is not None:
-        send = functools.partial(_write_drain, stdout)
-    else:
-        send = await _pipe_writer(sys.stdout.fileno())
+    if stdout is None:
+        # Handlers' print() must not reach the protocol's stdout (digest §3.4).
+        with protocol_stdout() as fd:
+            try:
+                send = await _pipe_writer(fd)
+                return await _serve(app, read, send, guard, clock, principal, max_line_bytes)
+            finally:
+                os.close(fd)  # _pipe_writer works on its own duplicate
+    send = functools.partial(_write_drain, stdout)
+    return await _serve(app, read, send, guard, clock, principal, max_line_bytes)
 
+
+async def _serve(
+    app: App,
+    read: Callable[[], Awaitable[bytes]],
+    send: Callable[[bytes], Awaitable[None]],
+    guard: Any,
+    clock: Callable[[], float],
+    principal: str | None,
+    max_line_bytes: int,
+) -> None:
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
     write_lock = asyncio.Lock()
     tasks: dict[RequestId, asyncio.Task[None]] = {}

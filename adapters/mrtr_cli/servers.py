@@ -141,7 +141,15 @@ def serve_stdio(app: App, *, runtime: str, guard: Any) -> int:
         import trio
         from mrtr_trio.stdio_server import serve_stdio as trio_serve_stdio
 
-        trio.run(functools.partial(trio_serve_stdio, app, guard=guard))
+        try:
+            trio.run(functools.partial(trio_serve_stdio, app, guard=guard))
+        except BaseExceptionGroup as group:
+            # Ctrl-C reaches the caller inside the server's nursery group: an interrupt
+            # like any other runtime's, not a traceback.
+            _, rest = group.split(KeyboardInterrupt)
+            if rest is None:
+                raise KeyboardInterrupt from None
+            raise
         return 0
     if runtime == "asyncio":
         import asyncio

@@ -13,7 +13,9 @@ Example (the body of a server script)::
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import os
 import queue
 import sys
 import threading
@@ -33,6 +35,7 @@ from mrtr_core.stdio import (
     StdioServerConnection,
     encode_line,
 )
+from mrtr_sync.stdout import protocol_stdout
 from mrtr_sync.threads import signal_safe_thread
 
 __all__ = ["run_step", "serve_stdio"]
@@ -75,11 +78,28 @@ class _Writer:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def write(self, message: dict[str, Any]) -> None:
+    def write(self, message: dict[str, Any], wanted: Callable[[], bool] | None = None) -> None:
+        """Write one line; ``wanted`` is asked once this writer's turn comes (a reply can
+        wait here behind a full pipe, and its request may be cancelled meanwhile)."""
         line = encode_line(message)
         with self._lock, contextlib.suppress(OSError, ValueError):
+            if wanted is not None and not wanted():
+                return
             self._stream.write(line)
             self._stream.flush()
+
+
+class _Job:
+    """One request read from stdin: queued or running, and whether the client cancelled it.
+
+    Kept per request, not per id: a client may reuse an id once it has cancelled it (its
+    handler thread may still be running), and a bad client may send one id twice."""
+
+    __slots__ = ("cancelled", "event")
+
+    def __init__(self, event: MessageReceived) -> None:
+        self.event = event
+        self.cancelled = False
 
 
 def serve_stdio(
@@ -105,18 +125,28 @@ def serve_stdio(
         max_workers: Requests handled at once.
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
+    if stdout is None:
+        # Handlers' print() must not reach the protocol's stdout (digest §3.4).
+        with protocol_stdout() as fd, os.fdopen(fd, "wb") as private:
+            return serve_stdio(
+                app, stdin=stdin, stdout=private, guard=guard, clock=clock,
+                principal=principal, max_workers=max_workers, max_line_bytes=max_line_bytes,
+            )
     source = stdin if stdin is not None else sys.stdin.buffer
-    writer = _Writer(stdout if stdout is not None else sys.stdout.buffer)
+    writer = _Writer(stdout)
     read = getattr(source, "read1", source.read)
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
-    # Requests waiting or running, and those the client cancelled (their threads cannot be
-    # stopped: their responses are dropped, and end of input does not wait for them).
-    in_flight: set[RequestId] = set()
-    cancelled: set[RequestId] = set()
+    # Requests waiting or running, by id (their threads cannot be stopped: a cancelled one's
+    # response is dropped, and end of input does not wait for it).
+    jobs: dict[RequestId, list[_Job]] = {}
     changed = threading.Condition()
-    work: queue.SimpleQueue[MessageReceived | None] = queue.SimpleQueue()
+    work: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 
-    def answer(event: MessageReceived) -> None:
+    def is_wanted(job: _Job) -> bool:
+        with changed:
+            return not job.cancelled
+
+    def answer(event: MessageReceived, job: _Job | None = None) -> None:
         rid = event.request_id
         try:
             step = app.receive(event.message, now=clock(), principal=principal)
@@ -126,26 +156,29 @@ def serve_stdio(
                 reply = step
         except Exception as exc:
             reply = internal_error_reply(rid, exc)
-        with changed:
-            if rid in cancelled:
-                return  # the client cancelled it: no response (cancellation.mdx)
+        except BaseException as exc:  # SystemExit / KeyboardInterrupt from the handler
+            # A worker thread must not die silently: the request would never be answered
+            # and the pool would shrink (at zero, even end of input waits forever).
+            reply = internal_error_reply(rid, exc)
+        wanted = None if job is None else functools.partial(is_wanted, job)
         for note in reply.notifications:
-            writer.write(note)
+            writer.write(note, wanted)  # the client cancelled it: no response (cancellation.mdx)
         if reply.message is not None:
-            writer.write(reply.message)
+            writer.write(reply.message, wanted)
 
     def worker() -> None:
-        while (event := work.get()) is not None:
-            rid = event.request_id
+        while (job := work.get()) is not None:
+            rid = job.event.request_id
             try:
-                with changed:
-                    skip = rid in cancelled
-                if not skip:
-                    answer(event)
+                if is_wanted(job):
+                    answer(job.event, job)
             finally:
                 with changed:
-                    in_flight.discard(rid)
-                    cancelled.discard(rid)
+                    alive = jobs.get(rid, [])
+                    if job in alive:
+                        alive.remove(job)
+                    if not alive:
+                        jobs.pop(rid, None)
                     changed.notify_all()
 
     for _ in range(max_workers):
@@ -164,20 +197,23 @@ def serve_stdio(
                         target = (event.parsed.params or {}).get("requestId")
                         if isinstance(target, str | int) and not isinstance(target, bool):
                             with changed:
-                                if target in in_flight:
-                                    cancelled.add(target)
-                                    changed.notify_all()
+                                for job in jobs.get(target, ()):
+                                    job.cancelled = True
+                                changed.notify_all()
                     else:
                         answer(event)  # other notifications: the app answers nothing
                     continue
+                job = _Job(event)
                 with changed:
-                    in_flight.add(rid)
-                work.put(event)
+                    jobs.setdefault(rid, []).append(job)
+                work.put(job)
             elif isinstance(event, InputEnded):
                 break
         # End of input: answer what is still wanted, then return (digest §3.4 "Shutdown").
         with changed:
-            changed.wait_for(lambda: not (in_flight - cancelled))
+            changed.wait_for(
+                lambda: all(job.cancelled for alive in jobs.values() for job in alive)
+            )
     finally:
         for _ in range(max_workers):
             work.put(None)

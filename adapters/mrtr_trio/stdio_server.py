@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+from mrtr_sync.stdout import protocol_stdout
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, drive_async
@@ -65,13 +66,17 @@ async def serve_stdio(
         principal: The principal every request runs as.
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
-    owned: list[trio.abc.AsyncResource] = []
+    if stdout is None:
+        # Handlers' print() must not reach the protocol's stdout (digest §3.4).
+        with protocol_stdout() as fd:
+            return await serve_stdio(
+                app, stdin=stdin, stdout=trio.lowlevel.FdStream(fd), guard=guard, clock=clock,
+                principal=principal, max_line_bytes=max_line_bytes,
+            )
+    owned: list[trio.abc.AsyncResource] = [stdout]
     if stdin is None:
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         owned.append(stdin)
-    if stdout is None:
-        stdout = trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
-        owned.append(stdout)
     source, sink = stdin, stdout
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
     write_lock = trio.Lock()
@@ -84,22 +89,27 @@ async def serve_stdio(
 
     async def answer(event: MessageReceived, scope: trio.CancelScope) -> None:
         rid = event.request_id
-        reply: Reply | None = None
-        with scope:
-            try:
-                reply = await drive_async.answer(
+        # The client's cancel also covers the wait for stdout (a full pipe holds a ready
+        # reply back): nothing is sent for it once cancelled. The lines themselves are
+        # written shielded, so a cancel never leaves half a line on stdout.
+        try:
+            with scope:
+                reply: Reply = await drive_async.answer(
                     app, event.message, rid, clock=clock, principal=principal, guard=guard,
                     pass_through=_PASS_THROUGH,
                 )
-            finally:
-                if rid is not None and scopes.get(rid) is scope:
-                    del scopes[rid]
-        if reply is None:
-            return  # cancelled by the client: no response
-        for note in reply.notifications:
-            await write(note)
-        if reply.message is not None:
-            await write(reply.message)
+                lines = [*reply.notifications]
+                if reply.message is not None:
+                    lines.append(reply.message)
+                async with write_lock:
+                    with trio.CancelScope(shield=True), contextlib.suppress(
+                        trio.BrokenResourceError, trio.ClosedResourceError
+                    ):
+                        for message in lines:
+                            await sink.send_all(encode_line(message))
+        finally:
+            if rid is not None and scopes.get(rid) is scope:
+                del scopes[rid]
 
     try:
         async with trio.open_nursery() as nursery:

@@ -460,3 +460,28 @@ def test_nginx_conf_on_stdout_prepares_the_prefix_folders(
     assert main(["nginx-conf", "--upstream", "127.0.0.1:8001", "--prefix", str(prefix)]) == 0
     assert f"{prefix}" in capsys.readouterr().out
     assert (prefix / "tmp" / "client_body").is_dir()  # nginx will not start without it
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_serve_stdio_stops_on_ctrl_c_as_an_interrupt(runtime: str) -> None:
+    argv = [sys.executable, "-m", "mrtr_cli", "serve", "examples/deploy.py:app", "--stdio",
+            "--runtime", runtime]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "deploy_production", "arguments": {"version": "1"}, "_meta": meta}}
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # a handler ran: serving
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=START_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert b"interrupted" in err and b"Traceback" not in err

@@ -1,9 +1,11 @@
 """A stdio MCP server for the wire tests: ``python stdio_app_server.py sync|trio|asyncio``.
 
 Serves :func:`wire_app.make_app` with that runtime's ``serve_stdio``; the tool ``crash``
-ends the process at once with status 3 (a crashed server). With ``ORPHAN_FIFO`` set in its
-environment it serves nothing: it starts a child that keeps its stdout open until a writer
-opens and closes that FIFO, and exits with status 3 (a server that left a process behind).
+ends the process at once with status 3 (a crashed server), and ``chatty`` prints to stdout
+(a handler that forgot stdout is the protocol's) before it answers ``quiet``. With
+``ORPHAN_FIFO`` set in its environment it serves nothing: it starts a child that keeps its
+stdout open until a writer opens and closes that FIFO, and exits with status 3 (a server
+that left a process behind).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ def with_crash(app):
     def crash(ctx) -> str:
         sys.stdout.flush()
         os._exit(3)
+
+    @app.tool(description="Print to stdout, then answer quiet.")
+    def chatty(ctx) -> str:
+        print("noise from a handler")
+        return "quiet"
 
     return app
 

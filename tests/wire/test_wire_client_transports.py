@@ -265,3 +265,44 @@ def test_a_stdio_server_that_broke_the_framing_is_read_to_its_end_and_exits(runt
     error, returncode = _after_a_framing_error(runtime)
     assert issubclass(error, RemoteProtocolError)
     assert returncode == 0
+
+
+# -- stdio servers keep stdout for the protocol ------------------------------------------------
+
+
+def _stdio_request(runtime: str, message: dict[str, Any]) -> Any:
+    """One request to ``stdio_app_server.py RUNTIME`` through that runtime's transport."""
+    argv = [sys.executable, SERVER_SCRIPT, runtime]
+    if runtime == "sync":
+        with mrtr_sync.stdio_client.StdioTransport.spawn(argv) as transport:
+            return transport.request(message, timeout=LIMIT)
+
+    async def body(open_stdio: Any) -> Any:
+        async with open_stdio(argv) as transport:
+            return await transport.request(message)
+
+    if runtime == "trio":
+        return trio.run(body, mrtr_trio.stdio_client.open_stdio_transport)
+    return asyncio.run(body(mrtr_asyncio.stdio_client.open_stdio_transport))
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_what_a_handler_prints_never_reaches_the_protocol_stdout(runtime: str) -> None:
+    # digest §3.4: nothing but MCP messages on stdout. The print goes to stderr instead of
+    # breaking the client's framing (which would fail every request on the transport).
+    response = _stdio_request(runtime, call_tool("chatty", 1))
+    assert response["result"]["content"][0]["text"] == "quiet"
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_stdio_server_with_stdin_at_dev_null_exits_at_once(runtime: str) -> None:
+    # A supervisor may start a server with stdin=DEVNULL: that is end of input (§3.4).
+    process = subprocess.Popen([sys.executable, SERVER_SCRIPT, runtime],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        out, _ = process.communicate(timeout=LIMIT)
+    finally:
+        process.kill()
+    assert process.returncode == 0
+    assert out == b""

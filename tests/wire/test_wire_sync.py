@@ -314,6 +314,60 @@ def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
     assert stdout.getvalue() == b""
 
 
+def _serve_lines(app, *messages) -> list[dict]:
+    """Serve ``messages`` (then end of input) in a thread; the lines written, once it ends."""
+    stdin = io.BytesIO(b"".join(encode_line(m) for m in messages))
+    stdout = io.BytesIO()
+    server = threading.Thread(target=serve_stdio, args=(app,),
+                              kwargs={"stdin": stdin, "stdout": stdout}, daemon=True)
+    server.start()
+    server.join(TIMEOUT)
+    assert not server.is_alive(), "the server did not end at end of input"
+    return [json.loads(line) for line in stdout.getvalue().splitlines()]
+
+
+def test_stdio_server_answers_an_id_reused_after_its_cancel_and_not_the_cancelled_one():
+    # A client may send an id again once it cancelled it (the sync client retries so after
+    # a timeout): the new request is answered, the cancelled one never (cancellation.mdx).
+    gate, entered = threading.Event(), threading.Event()
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+    read_end, write_end = os.pipe()
+    stdout = io.BytesIO()
+    server = threading.Thread(
+        target=serve_stdio, args=(make_app(gate, entered=entered),),
+        kwargs={"stdin": os.fdopen(read_end, "rb"), "stdout": stdout}, daemon=True)
+    server.start()
+    try:
+        with os.fdopen(write_end, "wb") as stdin:
+            stdin.write(encode_line(call_tool("gate_wait", 3)))
+            stdin.flush()
+            assert entered.wait(TIMEOUT)  # its handler runs: the cancel cannot skip it
+            stdin.write(encode_line(cancel) + encode_line(call_tool("echo", 3, text="again")))
+        server.join(TIMEOUT)
+        assert not server.is_alive(), "the server did not end at end of input"
+        lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    finally:
+        gate.set()  # the cancelled handler's thread ends; its answer is dropped
+    assert [(line["id"], text_of(line)) for line in lines] == [(3, "again")]
+
+
+def test_stdio_server_answers_a_handler_that_raised_system_exit_and_goes_on():
+    # A worker thread must not die with its request unanswered (at zero workers even end of
+    # input would wait forever).
+    app = make_app()
+
+    @app.tool(description="Raise SystemExit.")
+    def leave(ctx) -> str:
+        raise SystemExit(3)
+
+    lines = _serve_lines(app, *[call_tool("leave", i) for i in range(10)],
+                         call_tool("echo", 10, text="still here"))
+    assert sorted(line["id"] for line in lines) == list(range(11))
+    errors = [line["error"]["code"] for line in lines if line["id"] != 10]
+    assert errors == [-32603] * 10
+    assert [text_of(line) for line in lines if line["id"] == 10] == ["still here"]
+
+
 def test_stdio_server_answers_in_process_streams():
     stdin = io.BytesIO(encode_line(call_tool("echo", 1, text="a")) + b"[]\n")
     stdout = io.BytesIO()
