@@ -153,6 +153,7 @@ _ORIGIN: Final = HEADER_ORIGIN.lower()
 _ACCEPT: Final = HEADER_ACCEPT.lower()
 _CONTENT_TYPE: Final = HEADER_CONTENT_TYPE.lower()
 _CONTENT_LENGTH: Final = "content-length"
+_TRANSFER_ENCODING: Final = "transfer-encoding"
 
 
 def _reason(status: int) -> bytes:
@@ -361,7 +362,7 @@ class HttpServerConnection:
         if _head_size(request) > self.config.max_header_bytes:
             return self._abort(HttpRequestError(
                 f"request head exceeds {self.config.max_header_bytes} bytes", status=431))
-        if _CONTENT_LENGTH in headers and "transfer-encoding" in headers:
+        if _CONTENT_LENGTH in headers and _TRANSFER_ENCODING in headers:
             # RFC 9112 §6.1: such a request may be smuggling; the server MUST close the
             # connection after responding (h11 keeps it open).
             return self._abort(HttpRequestError(
