@@ -32,6 +32,7 @@ from mrtr_core.client.driver import (
     AsyncClientBase,
     HandlerOutcome,
     HandlerRuns,
+    bare_exception,
     transport_failed,
 )
 from mrtr_core.client.events import (
@@ -107,13 +108,16 @@ class Client(AsyncClientBase[Handler]):
     async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
         error: Exception | None = None
         result: JsonObject = {}
-        async with asyncio.TaskGroup() as group:
-            run = _Handlers(self, group)
-            try:
-                result = await self._loop(flow, cmds, run)
-            except Exception as exc:  # raised below, outside the group: no ExceptionGroup
-                error = exc
-            run.cancel_all()
+        try:
+            async with asyncio.TaskGroup() as group:
+                run = _Handlers(self, group)
+                try:
+                    result = await self._loop(flow, cmds, run)
+                except Exception as exc:  # raised below, outside the group: no ExceptionGroup
+                    error = exc
+                run.cancel_all()
+        except BaseExceptionGroup as found:  # a handler's BaseException (not Exception)
+            raise bare_exception(found, cancellation=asyncio.CancelledError) from None
         if error is not None:
             raise error
         return result
@@ -146,8 +150,10 @@ class Client(AsyncClientBase[Handler]):
         """Wait for the next fact: a response, a handler outcome, or the timer."""
         deadline = flow.deadline
         if send is None and run.finished:
-            # A plain-function handler already answered (a task's answer would be read
-            # before a timer due meanwhile, just the same).
+            # A plain-function handler already answered; its outcome counts only before the
+            # deadline, as when it is read from a task (and as in the trio driver).
+            if deadline is not None and _now() >= deadline:
+                return TimerFired()
             event = run.pop_finished()
             if event is not None:
                 return event
@@ -197,6 +203,12 @@ class _Handlers(HandlerRuns[asyncio.Task[None]]):
         event: HandlerOutcome
         try:
             event = HandlerReturned(key=cmd.key, answer=await value)  # type: ignore[arg-type]
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # cancelled by this driver, its group or the caller
+            # The handler's own cancellation (a dialog future cancelled by the UI): a failure.
+            event = HandlerFailed(key=cmd.key, error=exc)
         except Exception as exc:  # a handler's failure is a fact for the flow
             event = HandlerFailed(key=cmd.key, error=exc)
         outcomes.put_nowait((token, event))

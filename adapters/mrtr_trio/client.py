@@ -33,6 +33,7 @@ from mrtr_core.client.driver import (
     AsyncClientBase,
     HandlerOutcome,
     HandlerRuns,
+    bare_exception,
     transport_failed,
 )
 from mrtr_core.client.events import (
@@ -115,13 +116,16 @@ class Client(AsyncClientBase[Handler]):
         if result is not _NEEDS_NURSERY:
             return result
         error: Exception | None = None
-        async with trio.open_nursery() as nursery:
-            run.attach(nursery)
-            try:
-                result = await self._loop(flow, None, run)
-            except Exception as exc:  # raised below, outside the nursery: no ExceptionGroup
-                error = exc
-            nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                run.attach(nursery)
+                try:
+                    result = await self._loop(flow, None, run)
+                except Exception as exc:  # raised below, outside the nursery: no ExceptionGroup
+                    error = exc
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the caller's Cancelled, KeyboardInterrupt, ...
+            raise bare_exception(group, cancellation=trio.Cancelled) from None
         if error is not None:
             raise error
         return result

@@ -59,6 +59,7 @@ __all__ = [
     "HandlerRuns",
     "HandlerTable",
     "InputRequired",
+    "bare_exception",
     "call_limits",
     "prompt_params",
     "resource_params",
@@ -407,6 +408,25 @@ def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> Transp
         if isinstance(cmd, Fail):
             last = getattr(cmd.error, "last_result", None)
     return TransportError(exc, last_result=last)
+
+
+def bare_exception(
+    group: BaseExceptionGroup[BaseException], *, cancellation: type[BaseException]
+) -> BaseException:
+    """The one exception to raise for what a call's handler nursery or task group gathered,
+    so that no exception group ever leaves a call: the first that is not ``cancellation``
+    (the runtime's own, e.g. the caller's scope firing in every handler at once), or the
+    first one. Only exceptions that are not ``Exception`` get here (a handler's
+    ``Exception`` is a fact for the flow)."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending[:0] = exc.exceptions
+        else:
+            leaves.append(exc)
+    return next((exc for exc in leaves if not isinstance(exc, cancellation)), leaves[0])
 
 
 class AsyncClientBase(ClientBase[H], abc.ABC):

@@ -566,7 +566,14 @@ class ClientFlow:
         # _tick and _accept, inlined on the hot path: every input but start comes here.
         if (type(now) is not float and type(now) is not int) or not now >= self._now:
             self._tick(now)
-        self._now = now
+        before, self._now = self._now, now
+        try:
+            return self._handle(event, now)
+        except LocalProtocolError:
+            self._now = before  # a refused input changes nothing, the clock included
+            raise
+
+    def _handle(self, event: ClientEvent, now: float) -> list[ClientCommand]:
         state = self._state
         # Each input's usual state is checked by identity; any other goes to the table.
         kind = type(event)

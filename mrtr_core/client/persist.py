@@ -35,7 +35,7 @@ from mrtr_core.wire.converter import (
     unstructure,
     unstructure_input_required,
 )
-from mrtr_core.wire.models import InputRequiredResult, JsonObject, RequestMeta
+from mrtr_core.wire.models import MRTR_METHODS, InputRequiredResult, JsonObject, RequestMeta
 
 __all__ = [
     "FORMAT",
@@ -230,6 +230,11 @@ def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
         raise _bad("state", "pacing needs a state-only result and the time left to wait")
     if state is not FlowState.IDLE and seeded:
         raise _bad("seeded", "only an idle flow is seeded")
+    if last_result is not None and method not in MRTR_METHODS:
+        raise _bad("method", f"{method} cannot answer input_required (digest §1.4)")
+    if state is not FlowState.IDLE and rounds >= limits.max_rounds:
+        raise _bad("rounds", f"{rounds} legs sent: no retry is left under max_rounds "
+                             f"{limits.max_rounds}")
     _check_timers(state, limits, flow_time_left, pacing_time_left)
     return FlowSnapshot(
         method=method,

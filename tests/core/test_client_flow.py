@@ -904,3 +904,19 @@ def test_invoke_handler_requests_are_the_structured_models() -> None:
     [invoke] = invokes(commands)
     assert isinstance(invoke, InvokeHandler)
     assert invoke.request.message == "Really?"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("refused", [
+    ok("not-the-id", done()),
+    HandlerReturned(key="never-asked", answer={}),
+])
+def test_a_refused_input_leaves_the_flow_and_its_clock_as_they_were(refused: Any) -> None:
+    # A refused input changes nothing: a later input at an earlier time than the refused
+    # one's is still taken (the refusal used to move the flow's clock to 1000).
+    flow = make_flow()
+    request = last_send(flow.start(0.0)).message
+    with pytest.raises(LocalProtocolError):
+        flow.handle(refused, 1000.0)
+    assert flow.state is FlowState.AWAITING_RESPONSE
+    [complete] = flow.handle(ok(request["id"], done()), 1.0)
+    assert isinstance(complete, Complete) and complete.rounds == 1

@@ -599,3 +599,25 @@ def test_resumed_flow_gets_a_fresh_round_budget() -> None:
     assert resumed.rounds == 1
     [fail] = resumed.handle(ok(retry.request_id, irr({"b": form()}, "s2")), 2.0)
     assert isinstance(fail, Fail) and isinstance(fail.error, RoundLimitError)
+
+
+def _saved_manual_flow(limits: ClientLimits | None = None) -> dict[str, Any]:
+    flow = manual_flow(limits=limits or ClientLimits(pacing_jitter=0.0, flow_timeout=None),
+                       ids=Ids(prefix="a-"))
+    to_handlers(flow, {"confirm": form()}, "s")
+    return json_round_trip(flow.to_data(1.0))
+
+
+def test_a_saved_flow_whose_method_cannot_answer_input_required_is_refused() -> None:
+    # digest §1.4: only tools/call, prompts/get and resources/read carry answers and state.
+    data = _saved_manual_flow()
+    data["method"] = "prompts/list"
+    with pytest.raises(LocalProtocolError, match="prompts/list cannot answer input_required"):
+        ClientFlow.from_data(data, now=2.0, next_id=Ids(prefix="b-"))
+
+
+def test_a_saved_flow_with_no_round_left_under_its_limit_is_refused() -> None:
+    data = _saved_manual_flow(ClientLimits(max_rounds=3, pacing_jitter=0.0, flow_timeout=None))
+    data["rounds"] = 3  # as many legs as max_rounds allows: a retry would be one too many
+    with pytest.raises(LocalProtocolError, match="no retry is left under max_rounds 3"):
+        ClientFlow.from_data(data, now=2.0, next_id=Ids(prefix="b-"))
