@@ -82,16 +82,18 @@ async def serve_stdio(
     write_lock = trio.Lock()
     scopes: dict[RequestId, trio.CancelScope] = {}
 
-    async def write(message: dict[str, Any]) -> None:
-        async with write_lock:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await sink.send_all(encode_line(message))
+    async def write(*messages: dict[str, Any]) -> None:
+        async with write_lock:  # waiting for its turn can be cancelled; writing cannot:
+            with trio.CancelScope(shield=True), contextlib.suppress(  # never half a line
+                trio.BrokenResourceError, trio.ClosedResourceError
+            ):
+                for message in messages:
+                    await sink.send_all(encode_line(message))
 
     async def answer(event: MessageReceived, scope: trio.CancelScope) -> None:
         rid = event.request_id
         # The client's cancel also covers the wait for stdout (a full pipe holds a ready
-        # reply back): nothing is sent for it once cancelled. The lines themselves are
-        # written shielded, so a cancel never leaves half a line on stdout.
+        # reply back): nothing is sent for it once cancelled.
         try:
             with scope:
                 reply: Reply = await drive_async.answer(
@@ -101,12 +103,7 @@ async def serve_stdio(
                 lines = [*reply.notifications]
                 if reply.message is not None:
                     lines.append(reply.message)
-                async with write_lock:
-                    with trio.CancelScope(shield=True), contextlib.suppress(
-                        trio.BrokenResourceError, trio.ClosedResourceError
-                    ):
-                        for message in lines:
-                            await sink.send_all(encode_line(message))
+                await write(*lines)
         finally:
             if rid is not None and scopes.get(rid) is scope:
                 del scopes[rid]
