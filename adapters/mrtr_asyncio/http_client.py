@@ -177,7 +177,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         async with self._slots:
             loop = asyncio.get_running_loop()
             for attempt in range(2):
-                conn = self._idle_connection() or await self._connect()
+                conn = (None if attempt else self._idle_connection()) or await self._connect()
                 retry_ok = conn.used and attempt == 0
                 waiter: asyncio.Future[_Answer] = loop.create_future()
                 try:
@@ -190,7 +190,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                     raise
                 except (ConnectionResetError, BrokenPipeError):
                     conn.abort()
-                    if retry_ok:
+                    if retry_ok and not conn.http.response_started:
                         continue
                     raise
                 except BaseException:

@@ -136,7 +136,7 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
             raise TimeoutError(f"no connection free within {timeout} s")
         try:
             for attempt in range(2):
-                conn = self._checkout(deadline)
+                conn = self._checkout(deadline, fresh=attempt > 0)
                 reused = conn.used
                 try:
                     event = self._roundtrip(conn, message, deadline)
@@ -147,7 +147,7 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
                     raise
                 except (BrokenPipeError, ConnectionResetError):
                     conn.close()
-                    if reused and attempt == 0:
+                    if reused and not conn.http.response_started and attempt == 0:
                         continue
                     raise
                 except BaseException:
@@ -159,11 +159,13 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
         finally:
             self._slots.release()
 
-    def _checkout(self, deadline: float | None) -> _Connection:
+    def _checkout(self, deadline: float | None, *, fresh: bool = False) -> _Connection:
+        """An idle connection, or a new one (always a new one when ``fresh``: a retry, whose
+        idle peers may be as stale as the one that failed; a TLS one cannot be checked)."""
         with self._lock:
             if self._closed:
                 raise ConnectionError("transport is closed")
-            while self._idle:
+            while self._idle and not fresh:
                 conn = self._idle.pop()
                 if conn.http.ready and not conn.stale():
                     return conn
@@ -174,6 +176,13 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
             sock = socket.create_connection(
                 (self.endpoint.host, self.endpoint.port), timeout=timeout
             )
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._ssl is not None:  # the handshake is part of connecting
+                    sock = self._ssl.wrap_socket(sock, server_hostname=self.endpoint.host)
+            except BaseException:
+                sock.close()
+                raise
         except TimeoutError:
             if limit is not None and limit <= self.connect_timeout:
                 raise  # the caller's deadline passed: its own TimeoutError
@@ -183,13 +192,6 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
                 f"no connection to {self.endpoint.host}:{self.endpoint.port} within "
                 f"{self.connect_timeout} s"
             ) from None
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._ssl is not None:
-                sock = self._ssl.wrap_socket(sock, server_hostname=self.endpoint.host)
-        except BaseException:
-            sock.close()
-            raise
         return _Connection(
             sock, HttpClientConnection(self.endpoint, self.config, param_headers=self.param_headers)
         )

@@ -133,7 +133,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
             await self._slots.acquire()
         try:
             for attempt in range(2):
-                conn = await self._checkout()
+                conn = await self._checkout(fresh=attempt > 0)
                 retry_ok = conn.used and attempt == 0
                 try:
                     event = await self._roundtrip(conn, message)
@@ -144,7 +144,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                     raise
                 except (trio.BrokenResourceError, ConnectionResetError, BrokenPipeError):
                     await conn.aclose()
-                    if retry_ok:
+                    if retry_ok and not conn.http.response_started:
                         continue
                     raise
                 except BaseException:
@@ -162,10 +162,10 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         finally:
             self._slots.release()
 
-    async def _checkout(self) -> _Connection:
+    async def _checkout(self, *, fresh: bool = False) -> _Connection:
         if self._closed:
             raise trio.ClosedResourceError("transport is closed")
-        while self._idle:
+        while self._idle and not fresh:
             conn = self._idle.pop()
             if conn.http.ready and not conn.stale():
                 conn.waited = False

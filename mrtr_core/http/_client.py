@@ -236,6 +236,12 @@ class HttpClientConnection:
             and not h11_conn.trailing_data[0]
         )
 
+    @property
+    def response_started(self) -> bool:
+        """Whether any byte of the current request's response has arrived (the server has
+        then certainly received the request: it must not be sent again)."""
+        return self._started
+
     # -- sending -------------------------------------------------------------------------
 
     def send_request(

@@ -27,6 +27,7 @@ import pytest
 import trio
 import trio.testing
 from wire_helpers import call_tool
+from wire_peer import BrokenPeer
 
 from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
 from mrtr_core.http import (
@@ -34,6 +35,7 @@ from mrtr_core.http import (
     HttpClientConfig,
     HttpClientConnection,
     HttpTransportBase,
+    ServerDisconnectedError,
     parse_url,
 )
 from mrtr_core.stdio import StdioTransportBase
@@ -306,3 +308,39 @@ def test_a_stdio_server_with_stdin_at_dev_null_exits_at_once(runtime: str) -> No
         process.kill()
     assert process.returncode == 0
     assert out == b""
+
+
+# -- a request the server has received is never sent again -----------------------------------
+
+
+def _second_request_fails(runtime: str, url: str) -> BaseException:
+    """``echo`` then ``partial_reset`` on one keep-alive transport; what the second raised."""
+    first, second = call_tool("echo", 1), call_tool("partial_reset", 2)
+    if runtime == "sync":
+        with mrtr_sync.http_client.HttpTransport(url) as transport:
+            transport.request(first, timeout=LIMIT)
+            with pytest.raises(Exception) as info:
+                transport.request(second, timeout=LIMIT)
+            return info.value
+
+    async def body(cls: Any) -> BaseException:
+        async with cls(url) as transport:
+            await transport.request(first)
+            with pytest.raises(Exception) as info:
+                await transport.request(second)
+            return info.value
+
+    if runtime == "trio":
+        return trio.run(body, mrtr_trio.http_client.HttpTransport)
+    return asyncio.run(body(mrtr_asyncio.http_client.HttpTransport))
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_reset_after_the_response_began_is_not_retried(runtime: str) -> None:
+    # A reused connection reset before any byte of the answer is retried on a new one (the
+    # request may never have arrived); once the answer has begun, the server has the
+    # request, and sending it again could run its effects twice.
+    with BrokenPeer() as peer:
+        error = _second_request_fails(runtime, peer.url)
+    assert peer.seen == ["echo", "partial_reset"]
+    assert isinstance(error, OSError | trio.BrokenResourceError | ServerDisconnectedError)

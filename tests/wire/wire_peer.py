@@ -3,7 +3,9 @@
 It frames with the real :class:`~mrtr_core.http.HttpServerConnection` and answers
 ``tools/call`` by tool name: ``echo`` answers; ``break`` closes the socket without answering;
 ``stall`` never answers; ``close_after`` answers and then closes the connection (as a server
-dropping an idle keep-alive connection would).
+dropping an idle keep-alive connection would); ``partial_reset`` sends the first bytes of its
+answer and then resets the connection (the request was certainly received). ``seen`` lists
+the tool names of the requests received, in order.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ class BrokenPeer:
         self.port = self._listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.connections = 0
+        self.seen: list[str] = []
         self._socks: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
@@ -67,6 +70,7 @@ class BrokenPeer:
                         return
                 elif isinstance(event, MessageReceived):
                     name = (event.parsed.params or {}).get("name")
+                    self.seen.append(str(name))
                     if name == "break":
                         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
                         return
@@ -77,6 +81,10 @@ class BrokenPeer:
                     conn.send_reply(reply if event.request_id is not None else None)
                     if name == "close_after":
                         sock.sendall(conn.data_to_send())
+                        return
+                    if name == "partial_reset":
+                        sock.sendall(conn.data_to_send()[:40])
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
                         return
                 elif isinstance(event, ConnectionEnded):
                     return
