@@ -135,7 +135,8 @@ class Client(AsyncClientBase[Handler]):
                 elif isinstance(cmd, InvokeHandler):
                     run.start(cmd)
                 elif isinstance(cmd, CancelHandlers):
-                    await run.cancel(cmd.keys)
+                    for late in await run.cancel(cmd.keys):  # a failure that raced the first
+                        flow.handle(late, _now())
                 elif isinstance(cmd, AwaitAnswers):
                     raise self.input_required(cmd, flow, _now(), asyncio.get_running_loop())
                 elif isinstance(cmd, Complete):
@@ -221,14 +222,22 @@ class _Handlers(HandlerRuns[asyncio.Task[None]]):
             if self._current(token, event):
                 return event
 
-    async def cancel(self, keys: tuple[str, ...]) -> None:
-        """Cancel these handlers and wait until each has finished."""
-        entries = [self.running.pop(key)[1] for key in keys if key in self.running]
-        tasks = [task for task in entries if task is not None]
+    async def cancel(self, keys: tuple[str, ...]) -> list[HandlerOutcome]:
+        """Cancel these handlers, wait until each has finished, and return what they had
+        reported meanwhile (see :meth:`cancelled_outcomes`)."""
+        expected = {key: self.running.pop(key) for key in keys if key in self.running}
+        tasks = [task for _, task in expected.values() if task is not None]
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
+        reported = []
+        while self._outcomes is not None and not self._outcomes.empty():
+            reported.append(self._outcomes.get_nowait())
+        late, kept = self.cancelled_outcomes(expected, reported)
+        for item in kept:
+            self._outcomes.put_nowait(item)  # type: ignore[union-attr]
+        return late
 
     def cancel_all(self) -> None:
         """Cancel whatever still runs (the group waits for it)."""

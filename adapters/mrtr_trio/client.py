@@ -147,7 +147,8 @@ class Client(AsyncClientBase[Handler]):
                     elif isinstance(cmd, InvokeHandler):
                         run.start(cmd)
                     elif isinstance(cmd, CancelHandlers):
-                        await run.cancel(cmd.keys)
+                        for late in await run.cancel(cmd.keys):  # a failure that raced
+                            flow.handle(late, trio.current_time())
                     elif isinstance(cmd, AwaitAnswers):
                         raise self.input_required(
                             cmd, flow, trio.current_time(), trio.lowlevel.current_clock()
@@ -266,11 +267,22 @@ class _Handlers(HandlerRuns[tuple[trio.CancelScope, trio.Event]]):
             if self._current(token, event):
                 return event
 
-    async def cancel(self, keys: tuple[str, ...]) -> None:
-        """Cancel these handlers and wait until each has finished."""
-        entries = [self.running.pop(key)[1] for key in keys if key in self.running]
-        started = [entry for entry in entries if entry is not None]
+    async def cancel(self, keys: tuple[str, ...]) -> list[HandlerOutcome]:
+        """Cancel these handlers, wait until each has finished, and return what they had
+        reported meanwhile (see :meth:`cancelled_outcomes`)."""
+        expected = {key: self.running.pop(key) for key in keys if key in self.running}
+        started = [entry for _, entry in expected.values() if entry is not None]
         for scope, _ in started:
             scope.cancel()
         for _, done in started:
             await done.wait()
+        reported = []
+        while self._channel is not None:
+            try:
+                reported.append(self._channel[1].receive_nowait())
+            except trio.WouldBlock:
+                break
+        late, kept = self.cancelled_outcomes(expected, reported)
+        for item in kept:
+            self._channel[0].send_nowait(item)  # type: ignore[index]
+        return late

@@ -562,6 +562,26 @@ class HandlerRuns(Generic[R], abc.ABC):
             return True
         return False
 
+    def cancelled_outcomes(
+        self,
+        expected: Mapping[str, tuple[int, R | None]],
+        reported: list[tuple[int, HandlerOutcome]],
+    ) -> tuple[list[HandlerOutcome], list[tuple[int, HandlerOutcome]]]:
+        """Split what handlers reported, once those in ``expected`` (taken from
+        :attr:`running` and cancelled) have ended: their outcomes, for the flow (which keeps
+        a failure that raced the first one on ``HandlerFailedError.others``), and the other
+        ``reported`` items, to be kept. :attr:`finished` loses the outcomes returned."""
+
+        def wanted(token: int, event: HandlerOutcome) -> bool:
+            entry = expected.get(event.key)
+            return entry is not None and entry[0] == token
+
+        late = [event for token, event in self.finished if wanted(token, event)]
+        late += [event for token, event in reported if wanted(token, event)]
+        kept = [(token, event) for token, event in self.finished if not wanted(token, event)]
+        self.finished = collections.deque(kept)
+        return late, [(token, event) for token, event in reported if not wanted(token, event)]
+
     def pop_finished(self) -> HandlerOutcome | None:
         """The next outcome of a plain-function handler still expected (stale ones dropped)."""
         while self.finished:

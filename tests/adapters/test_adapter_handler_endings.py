@@ -120,3 +120,31 @@ def test_a_handler_raising_a_base_exception_reaches_the_caller_bare(runtime: str
                 loop.run_until_complete(main(mrtr_asyncio))
             finally:
                 loop.close()
+
+
+@pytest.mark.parametrize("runtime", ["trio", "asyncio"])
+@pytest.mark.parametrize("b_fails", [True, False])
+def test_a_failure_that_raced_the_first_is_kept_on_others(runtime: str, b_fails: bool) -> None:
+    # Both handlers end in the same step: the first failure names the call's error, a
+    # second one is kept on ``others`` (and a success that raced it changes nothing).
+    async def ends(request: Any, key: str) -> ElicitResult:
+        if key == "a" or b_fails:
+            raise ValueError(f"boom-{key}")
+        return YES
+
+    async def main(module: Any) -> HandlerFailedError:
+        client = module.Client(module.MemoryTransport(two_rounds("a", "b")), elicitation=ends)
+        with pytest.raises(HandlerFailedError) as failed:
+            await client.call_tool("t")
+        return failed.value
+
+    if runtime == "trio":
+        error = trio.run(main, mrtr_trio, clock=trio.testing.MockClock(autojump_threshold=0))
+    else:
+        loop = VirtualEventLoop()
+        try:
+            error = loop.run_until_complete(main(mrtr_asyncio))
+        finally:
+            loop.close()
+    failures = {error.key: str(error.cause), **{k: str(e) for k, e in error.others}}
+    assert failures == ({"a": "boom-a", "b": "boom-b"} if b_fails else {"a": "boom-a"})
