@@ -18,7 +18,7 @@ from mrtr_sync.stdio_client import StdioTransport
 from mrtr_sync.stdio_server import serve_stdio
 from wire_app import make_app
 from wire_helpers import RawClient, call_tool, request
-from wire_peer import BrokenPeer
+from wire_peer import BrokenPeer, self_signed_tls
 
 from mrtr_core.http import HttpStatusError
 from mrtr_core.state import MemoryReplayGuard
@@ -435,3 +435,34 @@ def test_http_param_headers_flow_from_tools_list_to_tools_call():
             assert text_of(answered) == "Zürich"
     finally:
         srv.shutdown()
+
+
+def test_https_retry_opens_a_new_connection_when_idle_ones_went_stale(tmp_path):
+    # An idle TLS connection cannot be checked for staleness; when the server closed two
+    # of them, the retry must not take the second: it opens a new connection.
+    server_tls, client_tls = self_signed_tls(tmp_path)
+    with BrokenPeer(tls=server_tls) as peer, HttpTransport(
+        peer.url, ssl_context=client_tls, max_connections=2
+    ) as transport:
+        results = []
+        held = [threading.Thread(target=lambda i=i: results.append(transport.request(
+            call_tool("held_close_after", i), timeout=TIMEOUT))) for i in (1, 2)]
+        for thread in held:
+            thread.start()
+        with peer.arrived:  # both requests reached the server, each on its own connection
+            assert peer.arrived.wait_for(lambda: len(peer.seen) == 2, TIMEOUT)
+        peer.release.set()  # both answered, then closed by the server: two stale idle ones
+        for thread in held:
+            thread.join(TIMEOUT)
+        assert len(results) == 2
+        assert transport.request(call_tool("echo", 3), timeout=TIMEOUT)["id"] == 3
+    assert peer.connections == 3
+
+
+def test_https_handshake_that_times_out_is_a_broken_connection():
+    # A server that accepts but never speaks TLS: the connect limit, not the request's.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/mcp"
+        refused = pytest.raises(ConnectionError, match=r"no connection to .* within 0\.2 s")
+        with HttpTransport(url, connect_timeout=0.2) as transport, refused:
+            transport.request(call_tool("echo", 1), timeout=TIMEOUT)
