@@ -196,6 +196,12 @@ class Inputs:
             line.append(plain(json.dumps(result.content, ensure_ascii=False), "dim", limit=400))
         self.console.print(line)
 
+    def _unanswered(self, key: str, why: str) -> InputUnavailableError:
+        if self.answers:  # an answers file was given: most likely a key misspelt in it
+            known = ", ".join(repr(name) for name in sorted(self.answers))
+            why = f"the answers file has no entry for {key!r} (its entries: {known})"
+        return InputUnavailableError(key, ELICITATION_CREATE, clean(why, limit=400))
+
     def _form(self, key: str, request: ElicitFormRequest) -> ElicitResult:
         spec = FormSpec.from_schema(request.requested_schema)
         if key in self.answers:
@@ -214,9 +220,8 @@ class Inputs:
             return result
         if self.prompter is not None:
             return self.prompter.form(key, request)
-        raise InputUnavailableError(
-            key, ELICITATION_CREATE,
-            "a form needs answers and nobody is at a terminal: use --answers or --yes")
+        raise self._unanswered(
+            key, "a form needs answers and nobody is at a terminal: use --answers or --yes")
 
     def _url(self, key: str, request: ElicitUrlRequest) -> ElicitResult:
         if key in self.answers:
@@ -226,9 +231,8 @@ class Inputs:
         elif self.prompter is not None:
             return self.prompter.url(key, request)
         else:
-            raise InputUnavailableError(
-                key, ELICITATION_CREATE,
-                "a URL needs the person's consent and nobody is at a terminal")
+            raise self._unanswered(
+                key, "a URL needs the person's consent and nobody is at a terminal")
         # Without a prompt the whole URL is still shown (C10); this client never opens it.
         shown, notes = describe_url(request.url)
         self.console.print(Text.assemble(f"  {key}: URL ", shown,

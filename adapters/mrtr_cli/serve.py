@@ -35,7 +35,14 @@ from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value
 from mrtr_core.app import App
 from mrtr_core.errors import MrtrError
 
-__all__ = ["READY_PREFIX", "AppLoadError", "add_parser", "load_app", "ready_line"]
+__all__ = [
+    "READY_PREFIX",
+    "AppLoadError",
+    "GuardUnavailableError",
+    "add_parser",
+    "load_app",
+    "ready_line",
+]
 
 READY_PREFIX: Final = "mrtr serve: listening on "
 RUNTIMES: Final = ("sync", "trio", "asyncio")
@@ -141,7 +148,11 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
             return 2
         return _supervise(args, ui)
     app = load_app(args.app)
-    guard = _guard(args.redis, args.runtime) if args.redis else None
+    try:
+        guard = _guard(args.redis, args.runtime) if args.redis else None
+    except GuardUnavailableError as exc:
+        ui.print(f"mrtr serve: {exc}")
+        return 1
     from mrtr_cli import servers
 
     if args.stdio:
@@ -159,10 +170,23 @@ def _announce(url: str, runtime: str, app: App) -> None:
     print(ready_line(url, runtime, app), flush=True)
 
 
-def _guard(url: str, runtime: str) -> Any:
-    import redis
+class GuardUnavailableError(Exception):
+    """The replay guard's Redis cannot be used (the message says why)."""
 
-    client = redis.Redis.from_url(url)
+
+def _guard(url: str, runtime: str) -> Any:
+    """The replay guard on the Redis at ``url``, checked once before serving: a server
+    that starts without its guard would fail every single-use round instead."""
+    try:
+        import redis
+    except ModuleNotFoundError:
+        raise GuardUnavailableError(
+            "--redis needs the redis extra (pip install 'mrtr[redis]')") from None
+    client = redis.Redis.from_url(url, socket_connect_timeout=5.0)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as exc:
+        raise GuardUnavailableError(f"cannot use Redis at {url}: {exc}") from exc
     if runtime == "trio":
         from mrtr_trio.replay_redis import TrioRedisReplayGuard
 

@@ -136,6 +136,16 @@ def test_bad_answers_file_entry_names_the_problems() -> None:
     assert "'boss' is not one of ['dev', 'ops']" in ui
 
 
+def test_an_answers_file_without_the_asked_key_says_so() -> None:
+    # A misspelt key is the likely cause: the message names the key and the file's entries
+    # instead of telling a script to use --answers, which it did.
+    inputs = Inputs(console=console(), answers={"wh": {"name": "Ada", "role": "dev"}})
+    status, _, ui = run(tool("greet"), inputs)
+    assert status == EXIT_FAILED
+    assert "the answers file has no entry for 'who' (its entries: 'wh')" in ui
+    assert "use --answers" not in ui
+
+
 def test_prompt_and_resource_are_printed_readably() -> None:
     inputs = Inputs(console=console(), answers={"mood": {"mood": "happy"}, "pin": {"pin": 42}})
     status, out, _ = run(CallSpec(method="prompts/get", target="story",

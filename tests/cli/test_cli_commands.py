@@ -485,3 +485,15 @@ def test_serve_stdio_stops_on_ctrl_c_as_an_interrupt(runtime: str) -> None:
             proc.wait()
     assert proc.returncode == 130
     assert b"interrupted" in err and b"Traceback" not in err
+
+
+def test_serve_with_a_redis_it_cannot_reach_stops_at_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Without the check it served, and failed every single-use round with -32603.
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+    argv = ["serve", f"{ROOT / 'examples' / 'deploy.py'}:app", "--port", "0", "--redis",
+            f"redis://127.0.0.1:{port}/0"]
+    assert main(argv) == 1
+    assert f"cannot use Redis at redis://127.0.0.1:{port}/0" in capsys.readouterr().err
