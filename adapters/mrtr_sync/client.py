@@ -210,7 +210,8 @@ class Client(ClientBase[Handler]):
                     elif isinstance(cmd, InvokeHandler):
                         run.start(cmd)
                     elif isinstance(cmd, CancelHandlers):
-                        run.cancel(cmd.keys)
+                        for late in run.cancel(cmd.keys):  # a failure that raced the first
+                            flow.handle(late, self.clock.now())
                     elif isinstance(cmd, AwaitAnswers):
                         raise self.input_required(cmd, flow, self.clock.now(), self.clock)
                     elif isinstance(cmd, Complete):
@@ -242,6 +243,13 @@ class Client(ClientBase[Handler]):
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
         self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
         return TimerFired()
+
+
+def _outcome(key: str, future: Future[Any]) -> ClientEvent:
+    error = future.exception()
+    if error is not None:
+        return HandlerFailed(key=key, error=error)
+    return HandlerReturned(key=key, answer=future.result())
 
 
 class _Handlers:
@@ -278,20 +286,27 @@ class _Handlers:
         for key, future in self.running.items():
             if future.done():
                 del self.running[key]
-                error = future.exception()
-                if error is not None:
-                    return HandlerFailed(key=key, error=error)
-                return HandlerReturned(key=key, answer=future.result())
+                return _outcome(key, future)
         return None
 
-    def cancel(self, keys: tuple[str, ...]) -> None:
+    def cancel(self, keys: tuple[str, ...]) -> list[ClientEvent]:
+        """Cancel these handlers; the outcomes of those that had already finished, for the
+        flow (a failure that raced the first one is kept on ``HandlerFailedError.others``).
+        Threads still running are left to end on their own (they cannot be stopped)."""
+        late: list[ClientEvent] = []
         for key in keys:
             future = self.running.pop(key, None)
-            if future is not None and not future.cancel():
+            if future is None:
+                continue
+            if future.done():
+                if not future.cancelled():
+                    late.append(_outcome(key, future))
+            elif not future.cancel():
                 # A handler without a ``cancel`` parameter cannot see its event; the clock
                 # is told all the same (it may wake what the handler waits on).
                 event = self._cancel_events.get(key) or threading.Event()
                 self._client.clock.cancel(event)
+        return late
 
     def close(self) -> None:
         self.cancel(tuple(self.running))

@@ -148,3 +148,28 @@ def test_a_failure_that_raced_the_first_is_kept_on_others(runtime: str, b_fails:
             loop.close()
     failures = {error.key: str(error.cause), **{k: str(e) for k, e in error.others}}
     assert failures == ({"a": "boom-a", "b": "boom-b"} if b_fails else {"a": "boom-a"})
+
+
+def test_sync_cancel_returns_the_outcomes_of_handlers_that_had_already_finished() -> None:
+    # The sync driver cannot wait for handler threads it cancels; those that had finished
+    # when the first failure was read are handed to the flow (kept on ``others``), and a
+    # finished success likewise; one still running is left to end on its own.
+    from concurrent.futures import Future
+
+    import mrtr_sync
+    from mrtr_sync.client import _Handlers
+
+    from mrtr_core.client import HandlerFailed, HandlerReturned
+
+    run = _Handlers(mrtr_sync.Client(mrtr_sync.MemoryTransport(two_rounds("a"))), workers=1)
+    failed: Future[Any] = Future()
+    failed.set_exception(ValueError("boom-b"))
+    answered: Future[Any] = Future()
+    answered.set_result(YES)
+    running: Future[Any] = Future()
+    running.set_running_or_notify_cancel()
+    run.running.update({"b": failed, "c": answered, "d": running})
+    late = run.cancel(("b", "c", "d"))
+    assert [type(event) for event in late] == [HandlerFailed, HandlerReturned]
+    assert [event.key for event in late] == ["b", "c"]
+    assert not run.running
