@@ -11,6 +11,7 @@ for a notification. Everything the server sends is bounded and validated; proble
 from __future__ import annotations
 
 import http
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -45,6 +46,7 @@ __all__ = [
 
 _ACCEPT: Final = f"{JSON_MEDIA_TYPE}, {SSE_MEDIA_TYPE}"
 _EXCERPT: Final = 512
+_TARGET_CHARS: Final = re.compile(r"[!-~]+")  # visible ASCII: no space, control or non-ASCII
 _END_OF_MESSAGE: Final = h11.EndOfMessage()
 _CONTENT_TYPE: Final = b"content-type"
 _KINDS_MAX: Final = 64
@@ -100,9 +102,20 @@ def parse_url(url: str) -> Endpoint:
         raise LocalProtocolError(f"bad MCP endpoint URL {url!r}: {exc}") from None
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise LocalProtocolError(f"bad MCP endpoint URL {url!r}: need http(s)://host[:port]/path")
+    if parts.username is not None or parts.password is not None:
+        # They would be dropped without a word: credentials go in a header of the config.
+        raise LocalProtocolError(
+            f"bad MCP endpoint URL: credentials in the URL are not sent; give an "
+            f"Authorization header in the config instead (host {parts.hostname!r})")
     if port is None:
         port = 443 if parts.scheme == "https" else 80
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if not _TARGET_CHARS.fullmatch(target):
+        # A request target is printable ASCII without spaces (RFC 9112 §3.2): percent-
+        # encode anything else (every request would otherwise fail, untyped).
+        raise LocalProtocolError(
+            f"bad MCP endpoint URL {url!r}: the path must be printable ASCII without "
+            "spaces (percent-encode anything else)")
     return Endpoint(scheme=parts.scheme, host=parts.hostname, port=port, target=target)
 
 

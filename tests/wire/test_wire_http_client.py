@@ -152,6 +152,22 @@ def test_bad_urls_are_refused(url):
         parse_url(url)
 
 
+@pytest.mark.parametrize(("url", "fragment"), [
+    ("http://user:secret@h/mcp", "credentials in the URL are not sent"),
+    ("http://user@h/mcp", "credentials in the URL are not sent"),
+    ("http://h/m cp", "printable ASCII without spaces"),
+    ("http://h/café", "printable ASCII without spaces"),
+    ("http://h/mcp?q=a b", "printable ASCII without spaces"),
+])
+def test_urls_a_request_could_not_carry_are_refused_up_front(url, fragment):
+    # Credentials would be dropped without a word, and such a path made every request fail
+    # with an untyped error.
+    with pytest.raises(LocalProtocolError, match=fragment) as info:
+        parse_url(url)
+    assert "secret" not in str(info.value)
+    assert parse_url("http://h/caf%C3%A9").target == "/caf%C3%A9"
+
+
 # -- reading answers ------------------------------------------------------------------------------
 
 
