@@ -231,12 +231,13 @@ class _Handlers(HandlerRuns[asyncio.Task[None]]):
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        reported = []
-        while self._outcomes is not None and not self._outcomes.empty():
-            reported.append(self._outcomes.get_nowait())
+        queue, reported = self._outcomes, []
+        while queue is not None and not queue.empty():
+            reported.append(queue.get_nowait())
         late, kept = self.cancelled_outcomes(expected, reported)
-        for item in kept:
-            self._outcomes.put_nowait(item)  # type: ignore[union-attr]
+        if queue is not None:
+            for item in kept:
+                queue.put_nowait(item)
         return late
 
     def cancel_all(self) -> None:

@@ -138,7 +138,7 @@ def serve_stdio(
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
     # Requests waiting or running, by id (their threads cannot be stopped: a cancelled one's
     # response is dropped, and end of input does not wait for it).
-    jobs: dict[RequestId, list[_Job]] = {}
+    jobs: dict[RequestId | None, list[_Job]] = {}
     changed = threading.Condition()
     work: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 

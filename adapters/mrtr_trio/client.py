@@ -276,13 +276,14 @@ class _Handlers(HandlerRuns[tuple[trio.CancelScope, trio.Event]]):
             scope.cancel()
         for _, done in started:
             await done.wait()
-        reported = []
-        while self._channel is not None:
+        channel, reported = self._channel, []
+        while channel is not None:
             try:
-                reported.append(self._channel[1].receive_nowait())
+                reported.append(channel[1].receive_nowait())
             except trio.WouldBlock:
                 break
         late, kept = self.cancelled_outcomes(expected, reported)
-        for item in kept:
-            self._channel[0].send_nowait(item)  # type: ignore[index]
+        if channel is not None:
+            for item in kept:
+                channel[0].send_nowait(item)
         return late
