@@ -150,58 +150,60 @@ def run_sync(kind: str, url: str, command: Sequence[str]) -> Outcome:
                       else StdioTransport.spawn(list(command), stderr=subprocess.DEVNULL))
     with Client(transport) as client:
         for name, (method, args) in CASES.items():
-            rec = Recorder()
-            client.on_elicitation(rec.elicit)
-            client.on_sampling(rec.sample)
-            client.on_roots(rec.roots)
-            client.on_event = rec.on_event
+            rec = _recording(client)
             texts[name] = text_of(getattr(client, method)(*args))
             rounds[name] = rec.rounds
     return texts, rounds
+
+
+def _recording(client: Any) -> Recorder:
+    """A fresh recorder, set as every handler and the round callback of ``client``."""
+    rec = Recorder()
+    client.on_elicitation(rec.elicit)
+    client.on_sampling(rec.sample)
+    client.on_roots(rec.roots)
+    client.on_event = rec.on_event
+    return rec
 
 
 async def _run_async(client: Any) -> Outcome:
     texts: dict[str, str] = {}
     rounds: dict[str, list[list[str]]] = {}
     for name, (method, args) in CASES.items():
-        rec = Recorder()
-        client.on_elicitation(rec.elicit)
-        client.on_sampling(rec.sample)
-        client.on_roots(rec.roots)
-        client.on_event = rec.on_event
+        rec = _recording(client)
         texts[name] = text_of(await getattr(client, method)(*args))
         rounds[name] = rec.rounds
     return texts, rounds
 
 
-def run_trio(kind: str, url: str, command: Sequence[str]) -> Outcome:
-    from mrtr_trio import Client
-    from mrtr_trio.http_client import HttpTransport
-    from mrtr_trio.stdio_client import open_stdio_transport
+def _main(runtime: Any, kind: str, url: str, command: Sequence[str]) -> Any:
+    """The coroutine function that runs the cases with ``runtime``'s client (the package
+    ``mrtr_trio`` or ``mrtr_asyncio``) over HTTP or stdio."""
 
     async def main() -> Outcome:
         if kind == "http":
-            async with HttpTransport(url) as transport:
-                return await _run_async(Client(transport))
-        async with open_stdio_transport(list(command), stderr=subprocess.DEVNULL) as transport:
-            return await _run_async(Client(transport))
+            async with runtime.http_client.HttpTransport(url) as transport:
+                return await _run_async(runtime.Client(transport))
+        async with runtime.stdio_client.open_stdio_transport(
+            list(command), stderr=subprocess.DEVNULL
+        ) as transport:
+            return await _run_async(runtime.Client(transport))
 
-    return trio.run(main)
+    return main
+
+
+def run_trio(kind: str, url: str, command: Sequence[str]) -> Outcome:
+    import mrtr_trio.http_client
+    import mrtr_trio.stdio_client
+
+    return trio.run(_main(mrtr_trio, kind, url, command))
 
 
 def run_asyncio(kind: str, url: str, command: Sequence[str]) -> Outcome:
-    from mrtr_asyncio import Client
-    from mrtr_asyncio.http_client import HttpTransport
-    from mrtr_asyncio.stdio_client import open_stdio_transport
+    import mrtr_asyncio.http_client
+    import mrtr_asyncio.stdio_client
 
-    async def main() -> Outcome:
-        if kind == "http":
-            async with HttpTransport(url) as transport:
-                return await _run_async(Client(transport))
-        async with open_stdio_transport(list(command), stderr=subprocess.DEVNULL) as transport:
-            return await _run_async(Client(transport))
-
-    return asyncio.run(main())
+    return asyncio.run(_main(mrtr_asyncio, kind, url, command)())
 
 
 RUNNERS: dict[str, Callable[[str, str, Sequence[str]], Outcome]] = {
