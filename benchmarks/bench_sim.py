@@ -39,7 +39,7 @@ from mrtr_core.client import (
     ResponseReceived,
     SendRequest,
 )
-from mrtr_core.server.digests import SHARED_DIGESTS
+from mrtr_core.server import SHARED_DIGESTS, forget_accepted
 from mrtr_core.sim import (
     FULL_CAPABILITIES,
     Effects,
@@ -133,9 +133,11 @@ def bare_rate(flows: int, cpu: list[float] | None = None) -> float:
 
 def fresh_caches() -> None:
     """Forget what an earlier run left in process-wide memos. Every run asks the same
-    questions (``op-0``, ``op-1``, ...): a digest remembered from the previous run would be
-    a hit no real campaign gets."""
+    questions and sends the same arguments and answers (``op-0``, ``op-1``, ...): a digest
+    or an accepted instance remembered from the previous run would be a hit no real
+    campaign gets."""
     SHARED_DIGESTS.clear()
+    forget_accepted()
 
 
 def digest_hit_rate(rate: Callable[[int], float], flows: int) -> float:

@@ -34,7 +34,7 @@ from mrtr_core.server.context import (
 from mrtr_core.server.digests import SHARED_DIGESTS, QuestionDigests
 from mrtr_core.server.engine import Completed, HandlerSpec, NeedsInput, Run, ServerEngine
 from mrtr_core.server.limits import ServerLimits
-from mrtr_core.server.schemas import CompiledSchema, SchemaCache
+from mrtr_core.server.schemas import CompiledSchema, SchemaCache, forget_accepted
 
 __all__ = [
     "SHARED_DIGESTS",
@@ -57,6 +57,7 @@ __all__ = [
     "cancelled",
     "content",
     "declined",
+    "forget_accepted",
     "form",
     "merge_capabilities",
     "missing_capabilities",

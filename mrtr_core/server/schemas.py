@@ -5,10 +5,19 @@ Tool arguments and form answers are checked on every round, so each schema's
 :class:`SchemaCache` finds it again by the schema's content (bounded). A cache may also run a
 check on each schema it compiles (the engine's checks that a form is one the protocol
 allows), so a schema is checked once too.
+
+Every retry of an MRTR request carries the same ``arguments`` as its first round (the
+state is bound to them, S11c), and many answers repeat (``{"confirm": true}``). So a
+schema also remembers, in one bounded process-wide memo, the small instances it accepted:
+by their exact :mod:`marshal` bytes, so only the very same value of the very same types
+is found again. Validation is a pure function of schema and instance; a found entry is
+the answer ``jsonschema`` gave for that value before.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import marshal
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -20,9 +29,18 @@ from jsonschema.exceptions import ValidationError
 from mrtr_core import jsontext
 from mrtr_core._memo import remember
 
-__all__ = ["CompiledSchema", "SchemaCache"]
+__all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "CompiledSchema", "SchemaCache",
+           "forget_accepted"]
 
 _CANONICAL: Final = jsontext.canonical
+_SERIALS: Final = itertools.count(1)
+ACCEPTED_MAX_ENTRIES: Final = 4096
+"""Most accepted instances remembered by all schemas together (the least recently found
+goes first)."""
+ACCEPTED_MAX_BYTES: Final = 1024
+"""Largest instance (its :mod:`marshal` bytes) remembered as accepted: the memo holds at
+most ``ACCEPTED_MAX_ENTRIES * ACCEPTED_MAX_BYTES`` bytes of keys."""
+_ACCEPTED: OrderedDict[tuple[int, bytes], None] = OrderedDict()
 
 
 class CompiledSchema:
@@ -34,12 +52,13 @@ class CompiledSchema:
             only annotating, the JSON Schema default.
     """
 
-    __slots__ = ("_formats", "_validator", "schema")
+    __slots__ = ("_formats", "_serial", "_validator", "schema")
 
     def __init__(self, schema: Any, *, formats: bool = False) -> None:
         self.schema = schema
         self._formats = formats
         self._validator: Draft202012Validator | None = None
+        self._serial = next(_SERIALS)  # this schema's entries in the memo, never reused
 
     @property
     def validator(self) -> Draft202012Validator:
@@ -50,8 +69,17 @@ class CompiledSchema:
         return self._validator
 
     def is_valid(self, instance: Any) -> bool:
-        """``Draft202012Validator(schema).is_valid(instance)``."""
-        return bool(self.validator.is_valid(instance))
+        """``Draft202012Validator(schema).is_valid(instance)``; an instance this schema
+        accepted before (the same value, see the module docstring) costs one lookup."""
+        key = _instance_key(self._serial, instance)
+        if key is not None and key in _ACCEPTED:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it
+                _ACCEPTED.move_to_end(key)  # the arguments of a flow still going stay
+            return True
+        valid = bool(self.validator.is_valid(instance))
+        if valid and key is not None:
+            remember(_ACCEPTED, key, None, ACCEPTED_MAX_ENTRIES)
+        return valid
 
     def iter_errors(self, instance: Any) -> Iterator[ValidationError]:
         """Every error ``jsonschema`` finds in ``instance``."""
@@ -110,6 +138,22 @@ class SchemaCache:
         if key is not None:
             remember(self._by_key, key, found, self._max)
         return found
+
+
+def _instance_key(serial: int, instance: Any) -> tuple[int, bytes] | None:
+    """What finds ``instance`` among those schema ``serial`` accepted: its :mod:`marshal`
+    bytes (as in :func:`_content_key`); ``None`` for an instance too large to remember or
+    one marshal cannot write (a subclass of a built-in type, say)."""
+    try:
+        raw = marshal.dumps(instance, 2)
+    except ValueError:
+        return None
+    return (serial, raw) if len(raw) <= ACCEPTED_MAX_BYTES else None
+
+
+def forget_accepted() -> None:
+    """Empty the memo of accepted instances (benchmarks start from nothing)."""
+    _ACCEPTED.clear()
 
 
 def _content_key(schema: Any) -> str | bytes:

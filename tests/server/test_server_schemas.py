@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from mrtr_core.server.schemas import CompiledSchema, SchemaCache
+from mrtr_core.server.schemas import (
+    ACCEPTED_MAX_BYTES,
+    ACCEPTED_MAX_ENTRIES,
+    CompiledSchema,
+    SchemaCache,
+    forget_accepted,
+)
 
 
 @pytest.mark.parametrize(("schema", "instance", "valid"), [
@@ -128,3 +134,81 @@ def test_schema_cache_checks_each_schema_once_and_keeps_none_that_fail() -> None
             cache.get({"bad": True}, "k2")
     assert len(checked) == 3  # a failing schema is checked again, never remembered
     assert len(cache) == 1
+
+
+class _CountingValidator:
+    """Stands between a compiled schema and its ``jsonschema`` validator, counting the
+    instances ``jsonschema`` itself was asked about."""
+
+    def __init__(self, compiled: CompiledSchema) -> None:
+        self.inner = compiled.validator
+        self.asked: list[Any] = []
+
+    def is_valid(self, instance: Any) -> bool:
+        self.asked.append(instance)
+        return bool(self.inner.is_valid(instance))
+
+
+def _counted(schema: Any, **options: Any) -> tuple[CompiledSchema, _CountingValidator]:
+    compiled = CompiledSchema(schema, **options)
+    counter = _CountingValidator(compiled)
+    compiled._validator = counter  # type: ignore[assignment]
+    return compiled, counter
+
+
+def test_an_accepted_instance_is_found_again_without_validating() -> None:
+    """The arguments every retry repeats cost one lookup after the first round."""
+    forget_accepted()
+    compiled, counter = _counted({"type": "object", "properties": {"path": {"type": "string"}}})
+    for _ in range(3):
+        assert compiled.is_valid({"path": "notes.txt"})
+    assert compiled.is_valid(dict({"path": "notes.txt"}))  # an equal value, another object
+    assert counter.asked == [{"path": "notes.txt"}]
+
+
+def test_the_memo_never_answers_for_another_value_or_type_or_schema() -> None:
+    """Only the very same value of the very same types is found: ``1``, ``1.0`` and
+    ``True`` are told apart (``True`` is no integer to JSON Schema), and what one schema
+    accepted says nothing about another, even one with the same text."""
+    forget_accepted()
+    integer, counter = _counted({"type": "integer"})
+    assert integer.is_valid(1)
+    assert integer.is_valid(1.0)
+    assert not integer.is_valid(True)
+    assert not integer.is_valid(True)  # a refusal is never remembered: asked again
+    assert not integer.is_valid({"a": 1})
+    assert counter.asked == [1, 1.0, True, True, {"a": 1}]
+    other, other_counter = _counted({"type": "integer"})
+    assert other.is_valid(1)
+    assert other_counter.asked == [1]
+    string = CompiledSchema({"type": "string"})
+    assert not string.is_valid(1)
+
+
+def test_large_or_unusual_instances_are_validated_every_time() -> None:
+    forget_accepted()
+    compiled, counter = _counted({"type": "object"})
+
+    class Record(dict[str, Any]):
+        pass
+
+    big = {"text": "x" * ACCEPTED_MAX_BYTES}
+    for instance in (big, big, Record(a=1), Record(a=1)):
+        assert compiled.is_valid(instance)
+    assert len(counter.asked) == 4
+
+
+def test_the_memo_is_bounded_and_keeps_what_is_still_asked() -> None:
+    forget_accepted()
+    compiled, counter = _counted({"type": "integer"})
+    assert compiled.is_valid(-1)
+    for value in range(ACCEPTED_MAX_ENTRIES - 1):
+        assert compiled.is_valid(value)
+        assert compiled.is_valid(-1)  # found each time: it stays among the newest
+    assert compiled.is_valid(ACCEPTED_MAX_ENTRIES)  # full: the least recently found goes
+    assert len(counter.asked) == ACCEPTED_MAX_ENTRIES + 1
+    assert compiled.is_valid(-1)
+    assert compiled.is_valid(1)
+    assert len(counter.asked) == ACCEPTED_MAX_ENTRIES + 1
+    assert compiled.is_valid(0)  # the one that went
+    assert counter.asked[-1] == 0
