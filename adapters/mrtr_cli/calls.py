@@ -80,7 +80,10 @@ def connect(url: str | None, stdio: str | None) -> Transport:
     if stdio is not None:
         from mrtr_sync.stdio_client import StdioTransport
 
-        return StdioTransport.spawn(stdio)
+        # The server's own process group: a Ctrl-C at the terminal interrupts this command
+        # only, which says so once and closes the server's stdin (digest §3.4 "Shutdown"),
+        # instead of the server reporting (or tracing back) the interrupt on the shared stderr.
+        return StdioTransport.spawn(stdio, process_group=0)
     if url is None:
         raise ValueError("give a server URL or --stdio COMMAND")
     from mrtr_sync.http_client import HttpTransport

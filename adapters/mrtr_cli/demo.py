@@ -7,12 +7,17 @@ Starts two ``mrtr serve`` instances of ``examples/deploy.py`` (child processes o
 completes: the answers travel in ``inputResponses`` and the first instance's progress in the
 sealed ``requestState``. The transcript shows each round (instance, request id, keys, state
 size) and the result. ``--interactive`` lets the person answer the forms.
+
+The instances log to a fresh temporary folder: it is removed when the demo succeeds, and kept
+when it fails or is interrupted (the transcript says where), so that the log an error message
+names is still there to read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -52,13 +57,17 @@ def default_app() -> str:
 def add_parser(sub: Any) -> None:
     """Register ``mrtr demo``."""
     p: argparse.ArgumentParser = sub.add_parser(
-        "demo", help="one MRTR flow across two server instances behind a balancer")
+        "demo", help="one MRTR flow across two server instances behind a balancer",
+        description="One MRTR flow across two server instances behind a balancer. The "
+                    "instances log to a temporary folder, removed when the demo succeeds and "
+                    "kept (its path is printed) when it fails or is interrupted.")
     p.add_argument("--interactive", action="store_true", help="answer the forms yourself")
     p.add_argument("--version", default="1.4.2", help="the version to deploy (default 1.4.2)")
     p.add_argument("--runtime", choices=("sync", "trio", "asyncio"), default="sync",
                    help="server adapter the instances use (default sync)")
-    p.add_argument("--app", default=None, help="FILE.py:APP to serve (default examples/deploy.py)")
-    p.add_argument("--timeout", type=float, default=120.0,
+    p.add_argument("--app", default=None, metavar="FILE.py:APP",
+                   help="the app to serve (default examples/deploy.py)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
                    help="seconds to wait for the instances to start (default 120; an "
                         "instance that exits first is reported at once)")
     p.set_defaults(func=cmd_demo)
@@ -76,32 +85,43 @@ def run_demo(out: Console, *, interactive: bool = False, version: str = "1.4.2",
     app = app or default_app()
     out.print(Text("MRTR demo: one tools/call, two rounds, two server instances",
                    style="bold"))
-    with tempfile.TemporaryDirectory(prefix="mrtr-demo-") as tmp:
-        ring = Path(tmp) / "ring.json"
+    folder = Path(tempfile.mkdtemp(prefix="mrtr-demo-"))
+    ring = folder / "ring.json"
+    instances: list[ServerProcess] = []
+    status = EXIT_FAILED
+    try:
         write_ring(ring, new_ring_data("demo"))
-        instances = [
-            ServerProcess(name, serve_argv(app, runtime=runtime, keys=ring),
-                          log=Path(tmp) / f"instance-{name}.log")
-            for name in NAMES
-        ]
-        try:
-            urls = [instance.wait_ready(timeout) for instance in instances]
-            for instance, url in zip(instances, urls, strict=True):
-                out.print(f"  instance {instance.name}  {url}  (pid {instance.pid})")
-            backends = []
-            for instance, url in zip(instances, urls, strict=True):
-                parts = urlsplit(url)
-                backends.append(Backend(instance.name, parts.hostname or "127.0.0.1",
-                                        parts.port or 80))
-            path = urlsplit(urls[0]).path or "/"
-            with Balancer(backends, on_hop=lambda hop: _print_hop(out, hop)) as balancer:
-                out.print(f"  balancer    {balancer.url}{path}  (round robin: "
-                          f"{', '.join(NAMES)}, {NAMES[0]}, ...)")
-                out.print("  key ring    one fresh key, shared by both instances only\n")
-                return _call(out, balancer, f"{balancer.url}{path}", version, interactive)
-        finally:
-            for instance in instances:
-                instance.stop()
+        for name in NAMES:
+            instances.append(ServerProcess(name, serve_argv(app, runtime=runtime, keys=ring),
+                                           log=folder / f"instance-{name}.log"))
+        urls = [instance.wait_ready(timeout) for instance in instances]
+        for instance, url in zip(instances, urls, strict=True):
+            out.print(f"  instance {instance.name}  {url}  (pid {instance.pid})")
+        backends = []
+        for instance, url in zip(instances, urls, strict=True):
+            parts = urlsplit(url)
+            backends.append(Backend(instance.name, parts.hostname or "127.0.0.1",
+                                    parts.port or 80))
+        path = urlsplit(urls[0]).path or "/"
+        with Balancer(backends, on_hop=lambda hop: _print_hop(out, hop)) as balancer:
+            out.print(f"  balancer    {balancer.url}{path}  (round robin: "
+                      f"{', '.join(NAMES)}, {NAMES[0]}, ...)")
+            out.print("  key ring    one fresh key, shared by both instances only\n")
+            status = _call(out, balancer, f"{balancer.url}{path}", version, interactive)
+            return status
+    finally:
+        for instance in instances:
+            instance.stop()
+        _clean_up(out, folder, ring, keep_logs=status != EXIT_OK)
+
+
+def _clean_up(out: Console, folder: Path, ring: Path, *, keep_logs: bool) -> None:
+    """Remove the demo's folder, or only its key ring when the instances' logs are kept."""
+    if not keep_logs:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    ring.unlink(missing_ok=True)
+    out.print(f"The instances' logs are kept in {folder}")
 
 
 def _print_hop(out: Console, hop: Hop) -> None:

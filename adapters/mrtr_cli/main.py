@@ -2,15 +2,15 @@
 
 ::
 
-    mrtr call URL TOOL [--arg k=v ...] [--json ARGS]   call a tool, answering MRTR rounds here
-    mrtr prompt URL NAME [--arg k=v ...]                get a prompt
-    mrtr read URL URI                                   read a resource
-    mrtr serve FILE.py:APP [--host H] [--port P] ...    serve an app over HTTP or stdio
-    mrtr demo [--interactive]                           one flow across two instances
-    mrtr state inspect TOKEN --keys FILE --audience A   open a requestState and show it
-    mrtr sim --seed S --flows N [--faults ...]          a simulator campaign
-    mrtr keys new [FILE]                                a fresh key ring
-    mrtr nginx-conf --upstream H:P ... --listen P       an nginx config for several instances
+    mrtr call URL TOOL [--arg KEY=VALUE ...] [--json OBJECT]   call a tool, answering rounds here
+    mrtr prompt URL NAME [--arg KEY=VALUE ...]                  get a prompt
+    mrtr read URL URI                                           read a resource
+    mrtr serve FILE.py:APP [--host H] [--port P] ...            serve an app over HTTP or stdio
+    mrtr demo [--interactive]                                   one flow across two instances
+    mrtr state inspect TOKEN --keys FILE --audience A           open a requestState, show it
+    mrtr sim --seed S --flows N [--faults ...]                  a simulator campaign
+    mrtr keys new [FILE]                                        a fresh key ring
+    mrtr nginx-conf --upstream H:P ... --listen P               an nginx config
 
 ``call``/``prompt``/``read`` take ``--stdio CMD`` instead of a URL to start a stdio server.
 """
@@ -25,6 +25,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -46,7 +47,7 @@ from mrtr_cli.progress import RoundReporter
 from mrtr_cli.terminal import pending_reads
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import LocalProtocolError, MrtrError
-from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, READ_RESOURCE
+from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, READ_RESOURCE, Root
 
 __all__ = ["build_parser", "main"]
 
@@ -62,7 +63,7 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     """``k=v`` is the string ``v``; ``k:=v`` is the JSON value ``v``."""
     index = text.find("=")
     if index <= 0 or (index == 1 and text[0] == ":"):
-        raise UsageError(f"--arg {text}: expected NAME=VALUE or NAME:=JSON")
+        raise UsageError(f"--arg {text}: expected KEY=VALUE or KEY:=JSON")
     if text[index - 1] == ":":
         key, value = text[: index - 1], text[index + 1 :]
         try:
@@ -98,9 +99,13 @@ def _kid(text: str) -> str:
     return text
 
 
-def _add_client_options(p: argparse.ArgumentParser, *, what: str) -> None:
-    p.add_argument("target", nargs="+", metavar=f"[URL] {what}",
-                   help=f"the server's MCP endpoint URL (omit with --stdio), then the {what}")
+def _add_client_options(p: argparse.ArgumentParser, *, what: str, what_help: str) -> None:
+    # Two positionals, the first optional, read as ``[URL] TOOL``: "URL TOOL" fills both,
+    # a lone "TOOL" (with --stdio) leaves the URL out.
+    p.add_argument("url", nargs="?", metavar="URL",
+                   help="the server's MCP endpoint, such as http://127.0.0.1:8000/mcp "
+                        "(omit it with --stdio)")
+    p.add_argument("target", metavar=what, help=what_help)
     p.add_argument("--stdio", metavar="CMD", help="start this command and talk to it over stdio")
     p.add_argument("--answers", metavar="FILE",
                    help="JSON answers: {key: {field: value}} or {key: {action, content}}")
@@ -109,7 +114,8 @@ def _add_client_options(p: argparse.ArgumentParser, *, what: str) -> None:
     p.add_argument("--interactive", action="store_true",
                    help="ask on stdin even when it is not a terminal")
     p.add_argument("--root", action="append", metavar="PATH",
-                   help="offer this folder as a root (repeatable); roots are declared only then")
+                   help="offer this existing folder as a root (repeatable); roots are declared "
+                        "only then")
     p.add_argument("--sampling-reply", metavar="TEXT", help="answer sampling requests with TEXT")
     p.add_argument("--sampling-command", metavar="CMD",
                    help="answer sampling requests with CMD's output (request JSON on stdin)")
@@ -131,19 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     call = sub.add_parser("call", help="call a tool, answering its MRTR rounds here")
-    _add_client_options(call, what="TOOL")
-    call.add_argument("--arg", "-a", action="append", metavar="K=V",
-                      help="a tool argument: K=string or K:=JSON (repeatable)")
-    call.add_argument("--json", metavar="ARGS", help="the tool arguments as one JSON object")
+    _add_client_options(call, what="TOOL", what_help="the tool to call")
+    call.add_argument("--arg", "-a", action="append", metavar="KEY=VALUE",
+                      help="a tool argument, the string VALUE; KEY:=JSON gives a JSON value "
+                           "(repeatable)")
+    call.add_argument("--json", metavar="OBJECT", help="the tool arguments as one JSON object")
 
     prompt = sub.add_parser("prompt", help="get a prompt, answering its MRTR rounds here")
-    _add_client_options(prompt, what="NAME")
-    prompt.add_argument("--arg", "-a", action="append", metavar="K=V",
-                        help="a prompt argument (repeatable)")
-    prompt.add_argument("--json", metavar="ARGS", help="the prompt arguments as a JSON object")
+    _add_client_options(prompt, what="NAME", what_help="the prompt's name")
+    prompt.add_argument("--arg", "-a", action="append", metavar="KEY=VALUE",
+                        help="a prompt argument, the string VALUE (repeatable)")
+    prompt.add_argument("--json", metavar="OBJECT",
+                        help="the prompt arguments as one JSON object")
 
     read = sub.add_parser("read", help="read a resource, answering its MRTR rounds here")
-    _add_client_options(read, what="URI")
+    _add_client_options(read, what="URI", what_help="the resource's URI")
 
     from mrtr_cli import demo, nginx, serve, simcmd, statecmd
     from mrtr_cli import keys as keyscmd
@@ -156,22 +164,44 @@ def build_parser() -> argparse.ArgumentParser:
     keys_parser = sub.add_parser("keys", help="key rings")
     keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     new = keys_sub.add_parser("new", help="write a fresh one-key ring (JSON) to FILE or stdout")
-    new.add_argument("file", nargs="?", help="where to write it (mode 0600)")
+    new.add_argument("file", nargs="?", metavar="FILE", help="where to write it (mode 0600)")
     new.add_argument("--kid", default="k1", type=_kid, help="the key id (default k1)")
     new.add_argument("--force", action="store_true", help="replace an existing FILE")
     new.set_defaults(func=lambda args, out, ui: keyscmd.cmd_new(args, out))
+    _name_each_command(parser)
     return parser
 
 
+def _name_each_command(parser: argparse.ArgumentParser) -> None:
+    """Let every command (a parser without subcommands: ``call``, ``keys new``...) put itself
+    in the parsed arguments as ``command_parser``, so that a usage error found after parsing
+    shows that command's usage, as argparse does for the errors it finds itself."""
+    commands = [action for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)]
+    if not commands:
+        parser.set_defaults(command_parser=parser)
+    for action in commands:
+        for child in action.choices.values():
+            _name_each_command(child)
+
+
+def _roots(paths: Sequence[str]) -> tuple[Root, ...]:
+    """The ``--root`` folders as roots; each must be a folder that exists, since a root is
+    something the client offers the server to read (roots.mdx)."""
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.is_dir():
+            problem = "not a folder" if path.exists() else "no such folder"
+            raise UsageError(f"--root {raw}: {problem}")
+    return roots_from_paths(paths)
+
+
 def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> int:
-    if args.stdio is not None:
-        if len(args.target) != 1:
-            raise UsageError("with --stdio give only the tool, prompt name or URI")
-        url, target = None, args.target[0]
-    else:
-        if len(args.target) != 2:
-            raise UsageError("give the server URL and then the tool, prompt name or URI")
-        url, target = args.target
+    url, target = args.url, args.target
+    if args.stdio is not None and url is not None:
+        raise UsageError("with --stdio give only the tool, prompt name or URI")
+    if args.stdio is None and url is None:
+        raise UsageError("give the server URL and then the tool, prompt name or URI")
     if args.sampling_reply is not None and args.sampling_command is not None:
         raise UsageError("--sampling-reply and --sampling-command exclude each other")
     if args.max_rounds < 1:
@@ -185,6 +215,7 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
                     raise UsageError(f"{option}: empty command")
             except ValueError as exc:
                 raise UsageError(f"{option} {command!r}: {exc}") from None
+    roots = _roots(args.root or [])
     method = {"call": CALL_TOOL, "prompt": GET_PROMPT, "read": READ_RESOURCE}[args.command]
     spec = CallSpec(method=method, target=target,
                     arguments=None if args.command == "read" else _arguments(args))
@@ -198,7 +229,7 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
         prompter=Prompter(ui, server=url or args.stdio) if interactive else None,
         answers=answers,
         auto=args.yes,
-        roots=roots_from_paths(args.root or []),
+        roots=roots,
         sampling=sampling,
         url_mode=not args.no_url_mode,
     )
@@ -240,7 +271,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unrecognized = parser.parse_known_args(argv)
+    command_parser: argparse.ArgumentParser = args.command_parser
+    if unrecognized:
+        command_parser.error(f"unrecognized arguments: {' '.join(unrecognized)}")
     out = Console(highlight=False, soft_wrap=True)
     ui = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
@@ -248,7 +282,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return _run_client_command(args, out, ui)
         return int(args.func(args, out, ui))
     except UsageError as exc:
-        parser.error(str(exc))
+        command_parser.error(str(exc))
     except (AnswersFileError, KeyFileError) as exc:
         ui.print(explain(exc))
         return EXIT_USAGE

@@ -79,12 +79,15 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stderr: int | IO[Any] | None = None,
+        process_group: int | None = None,
         **kwargs: Any,
     ) -> StdioTransport:
         """Start ``command`` (a list, or a string split like a shell would) as the server.
 
         The server's stderr is inherited unless ``stderr`` says otherwise (it is a log, not an
-        error signal, digest §3.4).
+        error signal, digest §3.4). ``process_group`` is :class:`subprocess.Popen`'s (POSIX):
+        ``0`` puts the server in a group of its own, out of reach of the terminal's Ctrl-C,
+        which then reaches this process alone and :meth:`close` ends the server.
         """
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         process = subprocess.Popen(
@@ -94,6 +97,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             stderr=stderr,
             env=dict(env) if env is not None else None,
             cwd=cwd,
+            process_group=process_group,
         )
         return cls(process, **kwargs)
 

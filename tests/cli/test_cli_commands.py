@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import shlex
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,10 +45,13 @@ NOW = 1_800_000_000.0
 START_TIMEOUT = 120.0
 
 
-def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    """``mrtr ARGS`` in a child process; it reads ``stdin`` (never this process's stdin)."""
+def cli(*args: str, stdin: str = "",
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``mrtr ARGS`` in a child process; it reads ``stdin`` (never this process's stdin) and
+    runs with this process's environment plus ``env``."""
     return subprocess.run([sys.executable, "-m", "mrtr_cli", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, text=True, timeout=START_TIMEOUT, check=False)
+                          capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
+                          env={**os.environ, **(env or {})})
 
 
 # --- keys ----------------------------------------------------------------------------------------
@@ -295,7 +301,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give the server URL" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["call", "http://x/mcp", "t", "--arg", "novalue"])
-    assert "expected NAME=VALUE or NAME:=JSON" in capsys.readouterr().err
+    assert "expected KEY=VALUE or KEY:=JSON" in capsys.readouterr().err
 
 
 # --- the demo's balancer -------------------------------------------------------------------------
@@ -359,16 +365,35 @@ def test_balancer_answers_502_for_a_dead_backend() -> None:
     assert balancer.hops[0].status == 502
 
 
-def test_demo_interactive_takes_the_persons_answers() -> None:
+def test_demo_interactive_takes_the_persons_answers(tmp_path: Path) -> None:
     # One round asks two forms at once; the person answers them one after the other, in the
     # server's order (confirm_deploy, then change_ticket), whatever the handler threads do.
     done = cli("demo", "--interactive", "--version", "9.9", "--timeout", str(START_TIMEOUT),
-               stdin="y\na\nCHG-55\na\n")
+               stdin="y\na\nCHG-55\na\n", env={"TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []  # a demo that succeeded keeps no logs
+    assert "logs are kept" not in done.stdout
     assert "Deployed 9.9 to production under change ticket CHG-55." in done.stdout
     assert "Deploy 9.9 to production" in done.stderr  # the form was shown to the person
     assert done.stderr.index("input confirm_deploy") < done.stderr.index("input change_ticket")
     assert "round 2 ← complete from instance B" in done.stdout
+
+
+def test_a_failed_demo_keeps_the_log_its_message_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The error quotes the end of an instance's log and names the file: the file must still
+    # be there to read in full once the demo has ended; the key ring must not be.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    missing = tmp_path / "missing.py"
+    assert main(["demo", "--app", f"{missing}:app", "--timeout", str(START_TIMEOUT)]) == 1
+    out, err = capsys.readouterr()
+    named = re.search(r"its log \((.+?)\):", err)
+    assert named, err
+    log = Path(named.group(1))
+    assert f"{missing}: no such file" in log.read_text(encoding="utf-8")
+    assert f"The instances' logs are kept in {log.parent}" in out
+    assert sorted(p.name for p in log.parent.iterdir()) == ["instance-A.log", "instance-B.log"]
 
 
 def test_prompt_and_read_commands_against_a_served_factory(tmp_path: Path) -> None:
@@ -418,7 +443,14 @@ def test_call_mirrors_x_mcp_header_arguments_over_http(tmp_path: Path) -> None:
     (["call", "http://127.0.0.1:1/mcp", "t", "--sampling-command", "'x"], "--sampling-command"),
     (["call", "notaurl", "t"], "URL"),
     (["serve", "app.py", "--port", "70000"], "not a port"),
+    (["call", "http://127.0.0.1:1/mcp"], "give the server URL and then the tool"),
+    (["call", "--stdio", "cmd", "http://127.0.0.1:1/mcp", "t"], "with --stdio give only"),
+    (["call", "http://127.0.0.1:1/mcp", "t", "extra"], "unrecognized arguments: extra"),
+    (["prompt", "http://127.0.0.1:1/mcp", "p", "--json", "[]"], "a JSON object"),
+    (["read", "http://127.0.0.1:1/mcp", "memo://x", "--max-rounds", "0"], "--max-rounds"),
+    (["serve", "app.py", "--port", "70000"], "not a port"),
     (["keys", "new", "--kid", "a.b"], "key id"),
+    (["keys", "new", "a.json", "b.json"], "unrecognized arguments: b.json"),
 ])
 def test_bad_command_lines_are_usage_errors(
     argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
@@ -426,7 +458,29 @@ def test_bad_command_lines_are_usage_errors(
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
-    assert fragment in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert fragment in err
+    # The usage of the command that was mistyped, not of mrtr as a whole.
+    command = " ".join(argv[:2] if argv[0] == "keys" else argv[:1])
+    assert err.startswith(f"usage: mrtr {command} "), err
+    assert f"\nmrtr {command}: error: " in err
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_root_must_be_an_existing_folder(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A root is a folder the client offers the server to read: a typo is refused before
+    # anything is sent (the URL below would fail to connect with exit 1).
+    bad = tmp_path / "nowhere"
+    if kind == "file":
+        bad.write_text("not a folder")
+    with pytest.raises(SystemExit) as exited:
+        main(["call", "http://127.0.0.1:1/mcp", "where", "--root", str(tmp_path),
+              "--root", str(bad)])
+    assert exited.value.code == 2
+    problem = "no such folder" if kind == "missing" else "not a folder"
+    assert f"mrtr call: error: --root {bad}: {problem}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("extra", "fragment"), [
@@ -485,6 +539,47 @@ def test_serve_stdio_stops_on_ctrl_c_as_an_interrupt(runtime: str) -> None:
             proc.wait()
     assert proc.returncode == 130
     assert b"interrupted" in err and b"Traceback" not in err
+
+
+def test_ctrl_c_during_a_call_to_a_stdio_server_says_interrupted_once() -> None:
+    # A terminal's Ctrl-C signals its whole foreground process group: the command and, unless
+    # it runs in a group of its own, the stdio server it started, whose stderr is the
+    # command's. The command alone reports the interrupt, and its server still ends.
+    server = f"{shlex.quote(sys.executable)} -m mrtr_cli serve examples/deploy.py:app --stdio"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mrtr_cli", "call", "--stdio", server, "deploy_production",
+         "--arg", "version=4", "--interactive"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)  # its own group, which plays the terminal's
+    shown: list[str] = []
+    changed = threading.Condition()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # to the end: every process that shares stderr has ended
+            with changed:
+                shown.append(line)
+                changed.notify_all()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        with changed:  # the server sent round 1 and the person has its form on screen
+            assert changed.wait_for(lambda: any("field(s)" in line for line in shown),
+                                    START_TIMEOUT), "".join(shown)
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(START_TIMEOUT) == 130
+        reader.join(START_TIMEOUT)
+        assert not reader.is_alive()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdin is not None
+        proc.stdin.close()
+    text = "".join(shown)
+    assert text.count("interrupted") == 1, text
+    assert "Traceback" not in text
 
 
 def test_serve_with_a_redis_it_cannot_reach_stops_at_once(

@@ -177,6 +177,27 @@ def test_call_without_answers_in_a_script_stops_cleanly(served: str) -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("command", ["call", "prompt", "read"])
+def test_readme_synopsis_matches_the_commands_usage(
+    command: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The README's line for a command is what its --help shows: the same positionals and
+    # the same option placeholders.
+    from mrtr_cli.main import main
+
+    line = re.search(rf"^mrtr {command} (URL \S+)(.*?)(?:#|$)", README, re.M)
+    assert line, f"README has no synopsis of mrtr {command}"
+    url, target = line.group(1).split()
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    usage = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+    assert usage.endswith(f" [{url}] {target}"), usage
+    for option in re.findall(r"\[(--[a-z-]+) ([^]]+)\]", line.group(2)):
+        metavar = option[1].replace(":=JSON", "=VALUE")  # KEY:=JSON is --arg's other form
+        assert f"[{option[0]} {metavar}]" in usage, (option, usage)
+
+
 # --- code blocks -------------------------------------------------------------------------------
 
 
