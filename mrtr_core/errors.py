@@ -25,6 +25,7 @@ __all__ = [
     "RemoteProtocolError",
     "RoundLimitError",
     "StateSizeLimitError",
+    "TransportClosedError",
     "TransportError",
     "UnsupportedInputError",
 ]
@@ -249,3 +250,13 @@ class TransportError(MrtrError):
         self.cause = cause
         self.last_result = last_result
         self.__cause__ = cause
+
+
+class TransportClosedError(MrtrError, ConnectionError):
+    """The client transport was closed: a request in flight, one waiting for a connection,
+    and any request made afterwards fail with this.
+
+    It is a ``ConnectionError``, so a client reports it as it reports any broken connection
+    (a :class:`TransportError` whose ``cause`` is this error). Nothing is retried: the
+    transport was closed on purpose.
+    """

@@ -151,7 +151,8 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     the server closed between requests is replaced, and the request sent again when no byte
     of an answer had arrived. A broken connection fails only the request on it. Timeouts come
     from the caller (``asyncio.timeout``); a cancelled request's connection is closed (the
-    HTTP way of cancelling).
+    HTTP way of cancelling). :meth:`aclose` fails every request in flight or waiting for a
+    connection, and every later one, with :class:`~mrtr_core.errors.TransportClosedError`.
 
     Args:
         url: The MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
@@ -170,10 +171,44 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     ) -> None:
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = asyncio.Semaphore(max_connections)
+        self._running: set[asyncio.Task[Any]] = set()
+        """The tasks running a request (waiting for a connection or its answer)."""
+        self._cut: set[asyncio.Task[Any]] = set()
+        """Those of them :meth:`aclose` cancelled."""
+
+    async def aclose(self) -> None:
+        """Close the transport: every request in flight or waiting for a connection fails
+        with :class:`~mrtr_core.errors.TransportClosedError` (its connection is closed), as
+        does every later one, and the idle connections are closed."""
+        self._closed = True
+        for task in self._running - self._cut:
+            task.cancel()  # it waits inside _exchange, which turns this into the error
+            self._cut.add(task)
+        await super().aclose()
 
     # -- internals ---------------------------------------------------------------------------
 
     async def _exchange(self, message: Mapping[str, Any]) -> _Answer:
+        if self._closed:
+            raise self._closed_error()
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - a coroutine on an event loop runs in a task
+            return await self._exchange_on_a_slot(message)
+        # A task runs one request at a time; the cancellation aclose() requests is told from
+        # the caller's own as asyncio.timeout tells its own: by the task's cancel count.
+        cancelling = task.cancelling()
+        self._running.add(task)
+        try:
+            return await self._exchange_on_a_slot(message)
+        except asyncio.CancelledError:
+            if task in self._cut and task.uncancel() <= cancelling:
+                raise self._closed_error() from None
+            raise
+        finally:
+            self._running.discard(task)
+            self._cut.discard(task)
+
+    async def _exchange_on_a_slot(self, message: Mapping[str, Any]) -> _Answer:
         async with self._slots:
             loop = asyncio.get_running_loop()
             for attempt in range(2):
@@ -207,7 +242,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     def _idle_connection(self) -> _Connection | None:
         """A kept-alive connection still usable, if any (the others are closed)."""
         if self._closed:
-            raise ConnectionError("transport is closed")
+            raise self._closed_error()
         idle = self._idle
         while idle:
             conn = idle.pop()

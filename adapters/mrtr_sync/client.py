@@ -163,7 +163,9 @@ class Client(ClientBase[Handler]):
         return self._drive(flow, flow.answer(answers, now))
 
     def close(self) -> None:
-        """Close the transport and the handler pool (running handlers are not waited for)."""
+        """Close the transport and the handler pool (running handlers are not waited for).
+        A call the transport fails (the HTTP transport fails every request in flight) raises
+        :class:`~mrtr_core.errors.TransportError` to its caller."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -40,6 +40,8 @@ class _Connection:
         self.sock = sock
         self.http = http
         self.used = False
+        self.cut = False
+        """Whether :meth:`HttpTransport.close` shut this connection down under its request."""
         self._readable: select.poll | None = None
 
     def stale(self) -> bool:
@@ -60,6 +62,15 @@ class _Connection:
         with contextlib.suppress(OSError):
             self.sock.close()
 
+    def cut_off(self) -> None:
+        """Shut the socket down under the thread using it: its blocked ``recv`` or
+        ``sendall`` returns or fails at once (closing the file descriptor would not wake it).
+        The plain socket's ``shutdown``: a TLS socket's own would drop its TLS state while
+        that thread still uses it."""
+        self.cut = True
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+
 
 class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
     """The sync :class:`~mrtr_sync.Transport` over Streamable HTTP.
@@ -68,6 +79,8 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
     request at a time per connection), so several threads may call :meth:`request` at once.
     A connection the server closed between requests is replaced, and the request sent again
     when no byte of an answer had arrived. A broken connection fails only the request on it.
+    :meth:`close` fails every request in flight or waiting for a connection, and every later
+    one, with :class:`~mrtr_core.errors.TransportClosedError`.
 
     Args:
         url: The MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
@@ -88,8 +101,13 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
     ) -> None:
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self.connect_timeout = connect_timeout
-        self._slots = threading.BoundedSemaphore(max_connections)
         self._lock = threading.Lock()
+        self._free_slots = max_connections
+        """Connections that may still be opened (requests that may start now)."""
+        self._slot_freed = threading.Condition(self._lock)
+        """Notified when a request gives its slot back, and when the transport closes."""
+        self._busy: set[_Connection] = set()
+        """The connections carrying a request (what :meth:`close` cuts off)."""
 
     # -- the Transport protocol -------------------------------------------------------------
 
@@ -100,6 +118,8 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
             TimeoutError: No complete response within ``timeout`` seconds (the connection is
                 closed, which is how HTTP cancels a request).
             ConnectionError: The connection broke (``ServerDisconnectedError`` included).
+            mrtr_core.errors.TransportClosedError: The transport was closed before the
+                response came (a ``ConnectionError``).
             mrtr_core.http.HttpStatusError: An HTTP error status without a JSON-RPC body.
             mrtr_core.errors.RemoteProtocolError: The server broke the transport rules.
         """
@@ -113,10 +133,17 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
         self._exchange(message, timeout)
 
     def close(self) -> None:
-        """Close every idle connection; requests in flight finish on their own."""
+        """Close the transport: every request in flight or waiting for a connection fails at
+        once with :class:`~mrtr_core.errors.TransportClosedError`, as does every later one,
+        and the idle connections are closed."""
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            # Under the lock: a request takes its connection out of ``_busy`` (under the
+            # lock) before closing it, so no socket here is closed, or its number reused.
+            for conn in self._busy:
+                conn.cut_off()
+            self._slot_freed.notify_all()
         for conn in idle:
             conn.close()
 
@@ -132,42 +159,50 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
         self, message: Mapping[str, Any], timeout: float | None
     ) -> ResponseReceived | NotificationAccepted:
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._slots.acquire(timeout=_remaining(deadline)):
-            raise TimeoutError(f"no connection free within {timeout} s")
+        self._take_slot(deadline, timeout)
         try:
             for attempt in range(2):
                 conn = self._checkout(deadline, fresh=attempt > 0)
                 reused = conn.used
                 try:
                     event = self._roundtrip(conn, message, deadline)
-                except ServerDisconnectedError as exc:
-                    conn.close()
-                    if reused and not exc.response_started and attempt == 0:
+                except BaseException as exc:
+                    self._discard(conn)
+                    if conn.cut and isinstance(exc, Exception):
+                        raise self._closed_error() from exc  # close() cut it off
+                    if reused and attempt == 0 and _unanswered(exc, conn):
                         continue  # the server closed an idle keep-alive connection
-                    raise
-                except (BrokenPipeError, ConnectionResetError):
-                    conn.close()
-                    if reused and not conn.http.response_started and attempt == 0:
-                        continue
-                    raise
-                except BaseException:
-                    conn.close()
                     raise
                 self._checkin(conn)
                 return event
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
-            self._slots.release()
+            with self._slot_freed:
+                self._free_slots += 1
+                self._slot_freed.notify()
+
+    def _take_slot(self, deadline: float | None, timeout: float | None) -> None:
+        """Wait for a request slot (a connection that may be used); refused once closed."""
+        with self._slot_freed:
+            while not self._closed and self._free_slots == 0:
+                left = _remaining(deadline)
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"no connection free within {timeout} s")
+                self._slot_freed.wait(left)
+            if self._closed:
+                raise self._closed_error()
+            self._free_slots -= 1
 
     def _checkout(self, deadline: float | None, *, fresh: bool = False) -> _Connection:
         """An idle connection, or a new one (always a new one when ``fresh``: a retry, whose
         idle peers may be as stale as the one that failed; a TLS one cannot be checked)."""
         with self._lock:
             if self._closed:
-                raise ConnectionError("transport is closed")
+                raise self._closed_error()
             while self._idle and not fresh:
                 conn = self._idle.pop()
                 if conn.http.ready and not conn.stale():
+                    self._busy.add(conn)
                     return conn
                 conn.close()
         limit = _remaining(deadline)
@@ -192,16 +227,36 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
                 f"no connection to {self.endpoint.host}:{self.endpoint.port} within "
                 f"{self.connect_timeout} s"
             ) from None
-        return _Connection(
+        conn = _Connection(
             sock, HttpClientConnection(self.endpoint, self.config, param_headers=self.param_headers)
         )
+        with self._lock:
+            if self._mark_busy(conn):
+                return conn
+        conn.close()  # the transport was closed while connecting
+        raise self._closed_error()
+
+    def _mark_busy(self, conn: _Connection) -> bool:
+        """Record ``conn`` as carrying a request (what :meth:`close` cuts off), unless the
+        transport is closed (then ``False``). Called with the lock held."""
+        if self._closed:
+            return False
+        self._busy.add(conn)
+        return True
 
     def _checkin(self, conn: _Connection) -> None:
         with self._lock:
+            self._busy.discard(conn)
             if conn.http.ready and not self._closed:
                 conn.used = True
                 self._idle.append(conn)
                 return
+        conn.close()
+
+    def _discard(self, conn: _Connection) -> None:
+        """Close a connection whose request failed."""
+        with self._lock:
+            self._busy.discard(conn)
         conn.close()
 
     def _roundtrip(
@@ -218,6 +273,16 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
             elif isinstance(event, ResponseReceived | NotificationAccepted):
                 return event
             # NotificationReceived: request-related notifications are not a transport's concern
+
+
+def _unanswered(exc: BaseException, conn: _Connection) -> bool:
+    """Whether ``exc`` broke ``conn`` before any byte of the answer: the server may never
+    have seen the request, which can then be sent again."""
+    if isinstance(exc, ServerDisconnectedError):
+        return not exc.response_started
+    if isinstance(exc, BrokenPipeError | ConnectionResetError):
+        return not conn.http.response_started
+    return False
 
 
 def _remaining(deadline: float | None) -> float | None:

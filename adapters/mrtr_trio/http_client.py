@@ -102,7 +102,8 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     the server closed between requests is replaced, and the request sent again when no byte
     of an answer had arrived. A broken connection fails only the request on it. Timeouts come
     from the caller's cancel scope; a cancelled request's connection is closed (the HTTP way
-    of cancelling).
+    of cancelling). :meth:`aclose` fails every request in flight or waiting for a connection,
+    and every later one, with :class:`~mrtr_core.errors.TransportClosedError`.
 
     Args:
         url: The MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
@@ -121,10 +122,37 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     ) -> None:
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = trio.Semaphore(max_connections)
+        self._running: set[trio.CancelScope] = set()
+        """The cancel scope of each request running (waiting for a connection or its answer)."""
+
+    async def aclose(self) -> None:
+        """Close the transport: every request in flight or waiting for a connection fails
+        with :class:`~mrtr_core.errors.TransportClosedError` (its connection is closed), as
+        does every later one, and the idle connections are closed."""
+        self._closed = True
+        for scope in self._running:
+            scope.cancel()
+        await super().aclose()
 
     # -- internals ---------------------------------------------------------------------------
 
     async def _exchange(
+        self, message: Mapping[str, Any]
+    ) -> ResponseReceived | NotificationAccepted:
+        if self._closed:
+            raise self._closed_error()
+        scope = trio.CancelScope()
+        self._running.add(scope)
+        try:
+            with scope:
+                return await self._exchange_on_a_slot(message)
+        finally:
+            self._running.discard(scope)
+        # Only aclose() cancels this scope; a cancellation of the caller's own goes on past
+        # it (trio delivers it to the outermost cancelled scope).
+        raise self._closed_error()
+
+    async def _exchange_on_a_slot(
         self, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
         try:
@@ -164,7 +192,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
 
     async def _checkout(self, *, fresh: bool = False) -> _Connection:
         if self._closed:
-            raise trio.ClosedResourceError("transport is closed")
+            raise self._closed_error()
         while self._idle and not fresh:
             conn = self._idle.pop()
             if conn.http.ready and not conn.stale():

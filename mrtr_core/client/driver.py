@@ -485,7 +485,8 @@ class AsyncClientBase(ClientBase[H], abc.ABC):
         return await self._drive(flow, flow.answer(answers, now))
 
     async def aclose(self) -> None:
-        """Close the transport."""
+        """Close the transport. A call it fails (the HTTP transports fail every request in
+        flight) raises :class:`~mrtr_core.errors.TransportError` to its caller."""
         await self.transport.aclose()
 
     async def __aenter__(self) -> Self:

@@ -5,6 +5,9 @@ endpoint, each driven by an :class:`~mrtr_core.http.HttpClientConnection`. The e
 configuration, the ``x-mcp-header`` registry the connections share, the TLS decision and the
 pool's bookkeeping live here once; the adapters add only how they connect, wait and close.
 The TLS context itself is the adapter's: it passes the factory of the default one.
+
+Closing a transport fails, with :class:`~mrtr_core.errors.TransportClosedError`, every
+request in flight or waiting for a connection, and every request made afterwards.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import abc
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, Protocol, Self, TypeVar
 
+from mrtr_core.errors import TransportClosedError
 from mrtr_core.http._client import (
     HttpClientConfig,
     NotificationAccepted,
@@ -70,6 +74,10 @@ class HttpTransportBase(Generic[C, T]):
         """Kept-alive connections, the most recently used last."""
         self._closed = False
 
+    def _closed_error(self) -> TransportClosedError:
+        """What a request fails with once the transport is closed."""
+        return TransportClosedError(f"the HTTP transport to {self.endpoint.authority} was closed")
+
 
 class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
     """The request methods of the trio and asyncio HTTP transports around :meth:`_exchange`.
@@ -83,6 +91,8 @@ class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
 
         Raises:
             ConnectionError: The connection broke (with trio also ``trio.BrokenResourceError``).
+            mrtr_core.errors.TransportClosedError: The transport was closed before the
+                response came (a ``ConnectionError``).
             mrtr_core.http.HttpStatusError: An HTTP error status without a JSON-RPC body.
             mrtr_core.errors.RemoteProtocolError: The server broke the transport rules.
         """
@@ -96,7 +106,8 @@ class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
         await self._exchange(message)
 
     async def aclose(self) -> None:
-        """Close every idle connection."""
+        """Close every idle connection; a subclass first fails the requests it has running
+        (see :meth:`_exchange`)."""
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
@@ -112,4 +123,9 @@ class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
     async def _exchange(
         self, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
-        """Send ``message`` on a pooled connection; its final event."""
+        """Send ``message`` on a pooled connection; its final event.
+
+        Raises:
+            mrtr_core.errors.TransportClosedError: The transport is closed, or was closed
+                while the request was waiting for a connection or for its answer.
+        """

@@ -14,13 +14,17 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+import mrtr_asyncio
 import mrtr_asyncio.http_client
 import mrtr_asyncio.stdio_client
+import mrtr_sync
 import mrtr_sync.http_client
 import mrtr_sync.stdio_client
+import mrtr_trio
 import mrtr_trio.http_client
 import mrtr_trio.stdio_client
 import pytest
@@ -29,7 +33,13 @@ import trio.testing
 from wire_helpers import call_tool
 from wire_peer import BrokenPeer
 
-from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
+from mrtr_core.errors import (
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+    TransportClosedError,
+    TransportError,
+)
 from mrtr_core.http import (
     AsyncHttpTransportBase,
     HttpClientConfig,
@@ -344,3 +354,220 @@ def test_a_reset_after_the_response_began_is_not_retried(runtime: str) -> None:
         error = _second_request_fails(runtime, peer.url)
     assert peer.seen == ["echo", "partial_reset"]
     assert isinstance(error, OSError | trio.BrokenResourceError | ServerDisconnectedError)
+
+
+# -- closing an HTTP transport ---------------------------------------------------------------
+
+
+def _wait_until_seen(peer: BrokenPeer, names: list[str]) -> None:
+    with peer.arrived:
+        assert peer.arrived.wait_for(lambda: peer.seen == names, LIMIT), peer.seen
+
+
+def _signal_when_blocked(monkeypatch: pytest.MonkeyPatch, name: str) -> threading.Event:
+    """An event set once the thread called ``name`` waits on a ``threading.Condition`` (what
+    a wait for a free connection comes down to, a semaphore's included). It is set while
+    that thread still holds the condition's lock, so what needs the lock happens after."""
+    blocked = threading.Event()
+    wait = threading.Condition.wait
+
+    def signalling_wait(self: threading.Condition, timeout: float | None = None) -> bool:
+        if threading.current_thread().name == name:
+            blocked.set()
+        return wait(self, timeout)
+
+    monkeypatch.setattr(threading.Condition, "wait", signalling_wait)
+    return blocked
+
+
+def _sync_close_outcomes(peer: BrokenPeer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    transport = mrtr_sync.http_client.HttpTransport(peer.url, max_connections=1)
+    outcomes: dict[str, Any] = {}
+
+    def call(name: str) -> None:
+        try:
+            outcomes[name] = transport.request(call_tool(name, name), timeout=LIMIT)
+        except Exception as exc:
+            outcomes[name] = exc
+
+    in_flight = threading.Thread(target=call, args=("stall",))
+    in_flight.start()
+    _wait_until_seen(peer, ["stall"])
+    waiter_blocked = _signal_when_blocked(monkeypatch, "waiter")
+    waiter = threading.Thread(target=call, args=("echo",), name="waiter")
+    waiter.start()
+    assert waiter_blocked.wait(LIMIT)
+    transport.close()
+    for thread in (in_flight, waiter):
+        thread.join(LIMIT)
+    try:
+        transport.request(call_tool("echo", "after"), timeout=LIMIT)
+    except Exception as exc:
+        outcomes["after"] = exc
+    return outcomes
+
+
+async def _trio_close_outcomes(peer: BrokenPeer) -> dict[str, Any]:
+    outcomes: dict[str, Any] = {}
+    with trio.fail_after(LIMIT):
+        transport = mrtr_trio.http_client.HttpTransport(peer.url, max_connections=1)
+
+        async def call(name: str) -> None:
+            try:
+                outcomes[name] = await transport.request(call_tool(name, name))
+            except Exception as exc:
+                outcomes[name] = exc
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "stall")
+            await trio.to_thread.run_sync(_wait_until_seen, peer, ["stall"])
+            nursery.start_soon(call, "echo")
+            await trio.testing.wait_all_tasks_blocked()  # "echo" waits for the one connection
+            assert outcomes == {}
+            await transport.aclose()
+        try:
+            await transport.request(call_tool("echo", "after"))
+        except Exception as exc:
+            outcomes["after"] = exc
+    return outcomes
+
+
+async def _asyncio_close_outcomes(peer: BrokenPeer) -> dict[str, Any]:
+    outcomes: dict[str, Any] = {}
+    async with asyncio.timeout(LIMIT):
+        transport = mrtr_asyncio.http_client.HttpTransport(peer.url, max_connections=1)
+        in_flight = asyncio.create_task(transport.request(call_tool("stall", "stall")))
+        await asyncio.to_thread(_wait_until_seen, peer, ["stall"])
+        waiter = asyncio.create_task(transport.request(call_tool("echo", "echo")))
+        await asyncio.sleep(0)  # the task runs up to its first wait: the one connection
+        assert not in_flight.done() and not waiter.done()
+        await transport.aclose()
+        for name, task in (("stall", in_flight), ("echo", waiter)):
+            try:
+                outcomes[name] = await task
+            except Exception as exc:
+                outcomes[name] = exc
+        try:
+            await transport.request(call_tool("echo", "after"))
+        except Exception as exc:
+            outcomes["after"] = exc
+    return outcomes
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_closing_an_http_transport_fails_what_is_in_flight_or_waiting_and_what_comes_after(
+    runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One connection: "stall" holds it at the server (which never answers), "echo" waits
+    # for it. Closing the transport fails both at once, and any later request, with the
+    # same typed error in every runtime; the waiting request never reaches the server.
+    with BrokenPeer() as peer:
+        if runtime == "sync":
+            outcomes = _sync_close_outcomes(peer, monkeypatch)
+        elif runtime == "trio":
+            outcomes = trio.run(_trio_close_outcomes, peer)
+        else:
+            outcomes = asyncio.run(_asyncio_close_outcomes(peer))
+        assert peer.seen == ["stall"]
+    assert set(outcomes) == {"stall", "echo", "after"}
+    for name, outcome in outcomes.items():
+        assert isinstance(outcome, TransportClosedError), (name, outcome)
+        assert isinstance(outcome, ConnectionError)
+        assert "closed" in str(outcome)
+
+
+def _client_call_outcome(runtime: str, peer: BrokenPeer) -> BaseException:
+    """What ``call_tool("stall")`` raised when its client was closed with the call in flight."""
+    if runtime == "sync":
+        client = mrtr_sync.Client(mrtr_sync.http_client.HttpTransport(peer.url))
+        outcome: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.call_tool("stall")
+            except BaseException as exc:
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        _wait_until_seen(peer, ["stall"])
+        client.close()
+        caller.join(LIMIT)
+        assert len(outcome) == 1
+        return outcome[0]
+
+    async def in_trio() -> BaseException:
+        with trio.fail_after(LIMIT):
+            client = mrtr_trio.Client(mrtr_trio.http_client.HttpTransport(peer.url))
+            outcome: list[BaseException] = []
+
+            async def call() -> None:
+                try:
+                    await client.call_tool("stall")
+                except BaseException as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                await trio.to_thread.run_sync(_wait_until_seen, peer, ["stall"])
+                await client.aclose()
+            return outcome[0]
+
+    async def in_asyncio() -> BaseException:
+        async with asyncio.timeout(LIMIT):
+            client = mrtr_asyncio.Client(mrtr_asyncio.http_client.HttpTransport(peer.url))
+            call = asyncio.create_task(client.call_tool("stall"))
+            await asyncio.to_thread(_wait_until_seen, peer, ["stall"])
+            await client.aclose()
+            try:
+                await call
+            except BaseException as exc:
+                return exc
+            raise AssertionError("the call succeeded")
+
+    if runtime == "trio":
+        return trio.run(in_trio)
+    return asyncio.run(in_asyncio())
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_closing_a_client_fails_its_call_in_flight_with_the_typed_transport_error(
+    runtime: str,
+) -> None:
+    # The caller of call_tool gets the client's typed error for a broken transport, caused
+    # by the transport's closing: not an ExceptionGroup, not a runtime's own exception.
+    with BrokenPeer() as peer:
+        error = _client_call_outcome(runtime, peer)
+    assert type(error) is TransportError, repr(error)
+    assert isinstance(error.cause, TransportClosedError)
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_request_after_closing_an_http_transport_fails_at_once_with_the_typed_error(
+    runtime: str,
+) -> None:
+    # trio's own ClosedResourceError is an implementation detail: every runtime raises the
+    # same error, a ConnectionError as callers of a transport expect for a broken one.
+    with BrokenPeer() as peer:
+        if runtime == "sync":
+            transport = mrtr_sync.http_client.HttpTransport(peer.url)
+            assert transport.request(call_tool("echo", 1), timeout=LIMIT)["id"] == 1
+            transport.close()
+            with pytest.raises(TransportClosedError) as info:
+                transport.request(call_tool("echo", 2), timeout=LIMIT)
+        else:
+
+            async def body(cls: Any) -> pytest.ExceptionInfo[TransportClosedError]:
+                async with cls(peer.url) as transport:
+                    assert (await transport.request(call_tool("echo", 1)))["id"] == 1
+                with pytest.raises(TransportClosedError) as info:
+                    await transport.request(call_tool("echo", 2))
+                return info
+
+            if runtime == "trio":
+                info = trio.run(body, mrtr_trio.http_client.HttpTransport)
+            else:
+                info = asyncio.run(body(mrtr_asyncio.http_client.HttpTransport))
+        assert peer.seen == ["echo"]
+    assert isinstance(info.value, ConnectionError)
+    assert str(info.value) == f"the HTTP transport to 127.0.0.1:{peer.port} was closed"
