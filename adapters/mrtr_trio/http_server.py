@@ -6,6 +6,9 @@ driven through trio's low-level readiness waits rather than a ``SocketStream``. 
 coroutine handler runs the connection is watched: a client that closes it cancels the request
 (closing the response stream is the cancellation signal on HTTP, streamable-http.mdx
 § Cancellation).
+The end of a client's input is that signal too: on the wire a client that only shut down its
+sending side (a TCP half-close) cannot be told from one that closed, so its request is
+cancelled as well (digest §2.7: the server MUST treat a disconnect as the cancellation).
 
 Example::
 
