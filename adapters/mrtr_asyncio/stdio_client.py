@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import select
 import shlex
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -32,6 +33,55 @@ __all__ = ["StdioTransport", "open_stdio_transport"]
 
 JsonObject = dict[str, Any]
 _READ_SIZE = 65536
+_STREAM_LIMIT = 2**16  # what asyncio.create_subprocess_exec gives its streams
+
+
+class _ServerProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The streams of a server process :meth:`StdioTransport.spawn` starts; they also end
+    stdout once the process has exited and all it wrote has been read.
+
+    asyncio ends a process's stdout only when every process holding it closed it, and its
+    ``wait()`` returns only after that: a process the server started may hold it for ever,
+    and the requests in flight would wait as long (digest §3.4 "Crash").
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._process: asyncio.SubprocessTransport | None = None
+        self.exited = False
+        """The process exited (stdout ends once what it wrote before has been read)."""
+        self.ended_stdout = False
+        """stdout was ended here, the process having exited, not by the process."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            self._process = transport
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        super().pipe_data_received(fd, data)
+        if fd == 1 and self.exited:
+            self._end_stdout_once_read()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited = True
+        self._end_stdout_once_read()
+
+    def _end_stdout_once_read(self) -> None:
+        stdout = self._process.get_pipe_transport(1) if self._process is not None else None
+        if not isinstance(stdout, asyncio.ReadTransport) or stdout.is_closing():
+            return
+        # What the process wrote before exiting is in the pipe by now: while some is left,
+        # the next read of it comes back here; once none is, stdout ends after what
+        # ``process.stdout`` holds.
+        try:
+            readable, _, _ = select.select([stdout.get_extra_info("pipe")], [], [], 0)
+        except (OSError, ValueError, TypeError):  # not a pipe select() can look at
+            return
+        if not readable:
+            self.ended_stdout = True
+            stdout.close()
 
 
 class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Future[JsonObject]]):
@@ -40,7 +90,10 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
     Start one with :meth:`spawn` (or :func:`open_stdio_transport`). Requests interleave on the
     one pipe and a reader task routes responses by id. When the process dies (or writes
     something that is not an MCP message to stdout), every request in flight fails with a
-    typed error. A request cancelled by its caller sends ``notifications/cancelled``.
+    typed error; for a process :meth:`spawn` started, also while a process it started still
+    holds its stdout open (replies it wrote before it died are delivered first; a process
+    built elsewhere is seen to end when its stdout does). A request cancelled by its caller
+    sends ``notifications/cancelled``.
     """
 
     def __init__(
@@ -51,6 +104,8 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         close_timeout: float = 2.0,
     ) -> None:
         super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+        self._streams: _ServerProtocol | None = None
+        """The process's streams when :meth:`spawn` started it."""
         self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
@@ -69,7 +124,10 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         The server's stderr is inherited unless ``stderr`` says otherwise.
         """
         argv = shlex.split(command) if isinstance(command, str) else list(command)
-        process = await asyncio.create_subprocess_exec(
+        loop = asyncio.get_running_loop()
+        # What asyncio.create_subprocess_exec does, with streams that see the process exit.
+        subprocess_transport, streams = await loop.subprocess_exec(
+            lambda: _ServerProtocol(limit=_STREAM_LIMIT, loop=loop),
             *argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -77,7 +135,10 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
             env=dict(env) if env is not None else None,
             cwd=cwd,
         )
-        return cls(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+        process = asyncio.subprocess.Process(subprocess_transport, streams, loop)
+        transport = cls(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+        transport._streams = streams
+        return transport
 
     async def request(self, message: Mapping[str, Any]) -> JsonObject:
         """Send one request and wait for the response with its id.
@@ -173,12 +234,13 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
                     if future is not None and not future.done():  # else: caller gave up
                         future.set_result(event.message)
                 elif isinstance(event, InputEnded):
-                    returncode: int | None = None
-                    with contextlib.suppress(TimeoutError):
-                        returncode = await asyncio.wait_for(self.process.wait(), 0.5)
-                    self._fail(
-                        ServerExitedError("the server closed its stdout", returncode=returncode)
-                    )
+                    returncode = self.process.returncode
+                    if returncode is None:
+                        with contextlib.suppress(TimeoutError):
+                            returncode = await asyncio.wait_for(self.process.wait(), 0.5)
+                    ended_here = self._streams is not None and self._streams.ended_stdout
+                    reason = "the server exited" if ended_here else "the server closed its stdout"
+                    self._fail(ServerExitedError(reason, returncode=returncode))
                     return
                 # NotificationReceived: progress and logs are not a transport's concern
         except MrtrError as exc:  # the server broke the framing: nothing can be trusted

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import selectors
 import shlex
 import subprocess
 import threading
@@ -45,9 +47,11 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
     """The sync :class:`~mrtr_sync.Transport` over a stdio server subprocess (digest §3.4).
 
     Requests from several threads interleave on the one pipe; a reader thread routes each
-    response to the request with its id (it leaves SIGINT and SIGTERM to the main thread, see
-    :mod:`mrtr_sync.threads`). When the process dies (or writes something that is
-    not an MCP message to stdout) every request in flight fails with a typed error.
+    response to the request with its id (it and the thread that waits for the process leave
+    SIGINT and SIGTERM to the main thread, see :mod:`mrtr_sync.threads`). When the process
+    dies (or writes something that is not an MCP message to stdout) every request in flight
+    fails with a typed error, even while a process it started still holds its stdout open;
+    replies it wrote before it died are delivered first.
 
     Args:
         process: A running process with binary ``stdin`` and ``stdout`` pipes.
@@ -68,7 +72,16 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._exit_r, self._exit_w = os.pipe()
+        """A byte on this pipe says the process exited (its stdout may stay open)."""
+        self._exited = False
+        """(Reader thread.) The exit was seen: only what is already in stdout is read."""
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._stdout, selectors.EVENT_READ)
+        self._selector.register(self._exit_r, selectors.EVENT_READ)
+        self._watcher = signal_safe_thread(self._watch_exit, name="mrtr-stdio-exit")
         self._reader = signal_safe_thread(self._read_loop, name="mrtr-stdio-reader")
+        self._watcher.start()
         self._reader.start()
 
     @classmethod
@@ -180,16 +193,52 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
                     "the server's stdin is closed", returncode=self.process.poll()
                 ) from None
 
-    def _read_loop(self) -> None:
+    def _watch_exit(self) -> None:
+        self.process.wait()
+        with contextlib.suppress(OSError):  # the reader may have ended and closed its end
+            os.write(self._exit_w, b"x")
+        os.close(self._exit_w)
+
+    def _receive(self) -> bytes | None:
+        """The next bytes from stdout (``b""``: it ended), or ``None`` once the process has
+        exited and all it wrote has been read: a process it started may hold stdout open,
+        and no end of it would ever come (digest §3.4 "Crash")."""
+        while not self._exited:
+            ready = [key.fileobj for key, _ in self._selector.select()]
+            if self._stdout in ready:
+                return self._read()
+            # The exit is seen; stdout, found empty in this same select, is looked at again
+            # below: what the process wrote before exiting is in the pipe by now.
+            self._exited = True
+            self._selector.unregister(self._exit_r)
+        return self._read() if self._selector.select(0) else None
+
+    def _read(self) -> bytes:
+        # select() said stdout is readable, so this one read does not block (read1 reads
+        # the pipe straight into its result: nothing stays in the file's buffer).
         read = getattr(self._stdout, "read1", self._stdout.read)
+        try:
+            return read(_READ_SIZE)
+        except (OSError, ValueError):
+            return b""
+
+    def _read_loop(self) -> None:
+        try:
+            self._route_replies()
+        finally:
+            self._selector.close()
+            os.close(self._exit_r)
+
+    def _route_replies(self) -> None:
         try:
             while True:
                 event = self._conn.next_event()
                 if event is NEED_DATA:
-                    try:
-                        data = read(_READ_SIZE)
-                    except (OSError, ValueError):
-                        data = b""
+                    data = self._receive()
+                    if data is None:
+                        returncode = self.process.returncode  # set before the exit was told
+                        self._fail(ServerExitedError("the server exited", returncode=returncode))
+                        return
                     self._conn.receive_data(data)
                 elif isinstance(event, ResponseReceived):
                     with self._lock:
@@ -206,11 +255,11 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
                 # NotificationReceived: progress and logs are not a transport's concern
         except MrtrError as exc:  # the server broke the framing: nothing can be trusted now
             self._fail(exc)
-            # Read on, discarding, until stdout ends: a server blocked writing to a full
-            # pipe would never see its stdin close, and close() would have to kill it.
-            with contextlib.suppress(OSError, ValueError):
-                while read(_READ_SIZE):
-                    pass
+            # Read on, discarding, until stdout ends or the process exited: a server blocked
+            # writing to a full pipe would never see its stdin close, and close() would have
+            # to kill it.
+            while self._receive():
+                pass
 
     def _wait_briefly(self) -> int | None:
         try:

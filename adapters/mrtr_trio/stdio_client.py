@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import shlex
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -48,7 +49,9 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     Build it with :func:`open_stdio_transport`, which also runs its reader task. Requests
     interleave on the one pipe and responses are routed by id. When the process dies (or
     writes something that is not an MCP message to stdout), every request in flight fails
-    with a typed error. A request cancelled by its caller sends ``notifications/cancelled``.
+    with a typed error, even while a process it started still holds its stdout open; replies
+    it wrote before it died are delivered first. A request cancelled by its caller sends
+    ``notifications/cancelled``.
     """
 
     def __init__(
@@ -61,6 +64,10 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
         super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         self._write_lock = trio.Lock()
         self._reader_scope = trio.CancelScope()
+        self._receive_scope = trio.CancelScope()
+        """Around the reader's wait for stdout: cancelled when the process exits."""
+        self._exited = False
+        """The exit was seen: only what is already in stdout is read."""
 
     async def request(self, message: Mapping[str, Any]) -> JsonObject:
         """Send one request and wait for the response with its id.
@@ -131,38 +138,73 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
                 ) from None
 
     async def read_loop(self) -> None:
-        """Route what the server writes; runs until stdout closes (started by the opener)."""
+        """Route what the server writes; runs until stdout closes or the process exited
+        (started by the opener)."""
         with self._reader_scope:
-            try:
-                while True:
-                    event = self._conn.next_event()
-                    if event is NEED_DATA:
-                        try:
-                            data = await self._stdout.receive_some(_READ_SIZE)
-                        except (trio.BrokenResourceError, trio.ClosedResourceError):
-                            data = b""
-                        self._conn.receive_data(data)
-                    elif isinstance(event, ResponseReceived):
-                        pending = self._pending.get(event.request_id)  # type: ignore[arg-type]
-                        if pending is not None:  # else: its caller gave up; dropped
-                            pending.response = event.message
-                            pending.done.set()
-                    elif isinstance(event, InputEnded):
-                        returncode = None
-                        with trio.move_on_after(0.5):
-                            returncode = await self.process.wait()
-                        self._fail(
-                            ServerExitedError("the server closed its stdout", returncode=returncode)
-                        )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_exit)
+                await self._route_replies()
+                nursery.cancel_scope.cancel()
+
+    async def _watch_exit(self) -> None:
+        await self.process.wait()
+        self._exited = True
+        self._receive_scope.cancel()
+
+    async def _receive(self) -> bytes | None:
+        """The next bytes from stdout (``b""``: it ended), or ``None`` once the process has
+        exited and all it wrote has been read: a process it started may hold stdout open,
+        and no end of it would ever come (digest §3.4 "Crash")."""
+        if not self._exited:
+            with trio.CancelScope() as self._receive_scope:
+                try:
+                    data: bytes = await self._stdout.receive_some(_READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return b""
+                return data
+        # The process exited: what it wrote before is in the pipe by now; read what is there
+        # without waiting for more (the pipe is non-blocking).
+        await trio.lowlevel.checkpoint()
+        try:
+            return os.read(self._stdout.fileno(), _READ_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""
+
+    async def _route_replies(self) -> None:
+        try:
+            while True:
+                event = self._conn.next_event()
+                if event is NEED_DATA:
+                    data = await self._receive()
+                    if data is None:
+                        self._fail(ServerExitedError(
+                            "the server exited", returncode=self.process.returncode
+                        ))
                         return
-                    # NotificationReceived: progress and logs are not a transport's concern
-            except MrtrError as exc:  # the server broke the framing: nothing can be trusted
-                self._fail(exc)
-                # Read on, discarding, until stdout ends: a server blocked writing to a full
-                # pipe would never see its stdin close, and aclose() would have to kill it.
-                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    while await self._stdout.receive_some(_READ_SIZE):
-                        pass
+                    self._conn.receive_data(data)
+                elif isinstance(event, ResponseReceived):
+                    pending = self._pending.get(event.request_id)  # type: ignore[arg-type]
+                    if pending is not None:  # else: its caller gave up; dropped
+                        pending.response = event.message
+                        pending.done.set()
+                elif isinstance(event, InputEnded):
+                    returncode = None
+                    with trio.move_on_after(0.5):
+                        returncode = await self.process.wait()
+                    self._fail(
+                        ServerExitedError("the server closed its stdout", returncode=returncode)
+                    )
+                    return
+                # NotificationReceived: progress and logs are not a transport's concern
+        except MrtrError as exc:  # the server broke the framing: nothing can be trusted
+            self._fail(exc)
+            # Read on, discarding, until stdout ends or the process exited: a server
+            # blocked writing to a full pipe would never see its stdin close, and aclose()
+            # would have to kill it.
+            while await self._receive():
+                pass
 
     def _fail(self, error: MrtrError) -> None:
         if self._failure is None:

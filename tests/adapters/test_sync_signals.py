@@ -190,6 +190,9 @@ class _RecordingStdout:
 
     read = read1
 
+    def fileno(self) -> int:
+        return self._pipe.fileno()  # type: ignore[no-any-return]
+
     def close(self) -> None:
         self._pipe.close()
 

@@ -4,12 +4,15 @@ Serves :func:`wire_app.make_app` with that runtime's ``serve_stdio``; the tool `
 ends the process at once with status 3 (a crashed server), and ``chatty`` prints to stdout
 (a handler that forgot stdout is the protocol's) before it answers ``quiet``. With
 ``ORPHAN_FIFO`` set in its environment it serves nothing: it starts a child that keeps its
-stdout open until a writer opens and closes that FIFO, and exits with status 3 (a server
-that left a process behind).
+stdout open until a writer opens and closes that FIFO (or it is killed: its pid is written to
+``ORPHAN_PID_FILE`` when that is set), reads ``ORPHAN_READS`` requests (none when unset),
+answers the ``ping`` ones, and exits with status 3 (a server that left a process behind and
+crashed with the other requests unanswered).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,11 +36,28 @@ def with_crash(app):
     return app
 
 
+def leave_a_process_behind(fifo: str) -> None:
+    child = subprocess.Popen([sys.executable, "-c", f"open({fifo!r}).read()"])  # stdout inherited
+    pid_file = os.environ.get("ORPHAN_PID_FILE")
+    if pid_file:
+        with open(pid_file + ".part", "w") as out:
+            out.write(str(child.pid))
+        os.replace(pid_file + ".part", pid_file)  # the test never reads half a pid
+    replies = []
+    for _ in range(int(os.environ.get("ORPHAN_READS", "0"))):
+        message = json.loads(sys.stdin.buffer.readline())
+        if message.get("method") == "ping":
+            replies.append({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+    # Written just before the exit: the client must still deliver them.
+    sys.stdout.buffer.write(b"".join(json.dumps(reply).encode() + b"\n" for reply in replies))
+    sys.stdout.flush()
+    os._exit(3)
+
+
 def main(runtime: str) -> None:
     fifo = os.environ.get("ORPHAN_FIFO")
     if fifo:
-        subprocess.Popen([sys.executable, "-c", f"open({fifo!r}).read()"])  # stdout inherited
-        os._exit(3)
+        leave_a_process_behind(fifo)
     if runtime == "sync":
         import threading
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from mrtr_asyncio.http_client import HttpTransport
 from mrtr_asyncio.http_server import serve_http
-from mrtr_asyncio.stdio_client import open_stdio_transport
+from mrtr_asyncio.stdio_client import StdioTransport, open_stdio_transport
 from mrtr_asyncio.stdio_server import serve_stdio
 from wire_app import make_app
-from wire_helpers import RawClient, call_tool, request
+from wire_helpers import LeftBehind, RawClient, call_tool, request
 from wire_peer import BrokenPeer
 
 from mrtr_core.http import HttpStatusError
@@ -277,6 +277,38 @@ def test_stdio_crash_fails_in_flight_requests_with_a_typed_error():
             await transport.request(call_tool("echo", 3, text="x"))
 
     run_stdio(body)
+
+
+def test_stdio_server_exit_fails_what_it_left_unanswered_while_a_left_behind_process_holds_stdout(
+    tmp_path,
+):
+    # The server answers the ping, exits without answering the call, and its child keeps
+    # stdout open: no end of stdout comes, yet the call fails as soon as the server is gone,
+    # the reply written just before the exit is still delivered, and closing returns.
+    left = LeftBehind.in_folder(tmp_path, reads=2)
+
+    async def main():
+        async with asyncio.timeout(LIMIT):
+            transport = await StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "asyncio"],
+                                                   env=left.env, close_timeout=0.1)
+            try:
+                ping, call = await asyncio.gather(
+                    transport.request(request("ping", "p")),
+                    transport.request(call_tool("echo", "c")),
+                    return_exceptions=True,
+                )
+                assert ping["result"] == {}
+                assert isinstance(call, ServerExitedError)
+                assert call.returncode == 3 and "exit status 3" in str(call)
+                with pytest.raises(ServerExitedError) as later:
+                    await transport.request(call_tool("echo", "later"))
+                assert later.value.returncode == 3
+                await transport.aclose()  # the child still holds stdout (and stdin)
+            finally:
+                left.end()  # a close cut short by the time limit then finds nothing held
+                await transport.aclose()
+
+    asyncio.run(main())
 
 
 def test_stdio_close_ends_the_process():

@@ -17,7 +17,7 @@ from mrtr_sync.http_server import serve_http
 from mrtr_sync.stdio_client import StdioTransport
 from mrtr_sync.stdio_server import serve_stdio
 from wire_app import make_app
-from wire_helpers import RawClient, call_tool, request
+from wire_helpers import LeftBehind, RawClient, call_tool, request
 from wire_peer import BrokenPeer, self_signed_tls
 
 from mrtr_core.http import HttpStatusError
@@ -26,6 +26,7 @@ from mrtr_core.stdio import ServerExitedError, encode_line
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 TIMEOUT = 10.0  # generous: only a broken test ever waits this long
+NEVER = 3600.0  # a request timeout no passing test reaches
 
 
 @pytest.fixture
@@ -402,9 +403,42 @@ def test_stdio_close_returns_while_a_left_behind_process_holds_stdout(tmp_path):
             pass
 
 
-def _try(transport, message):
+def test_stdio_server_exit_fails_what_it_left_unanswered_while_a_left_behind_process_holds_stdout(
+    tmp_path,
+):
+    # The server answers the ping, exits without answering the call, and its child keeps
+    # stdout open: no end of stdout comes, yet the call fails as soon as the server is gone,
+    # and the reply written just before the exit is still delivered.
+    left = LeftBehind.in_folder(tmp_path, reads=2)
+    transport = StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"], env=left.env,
+                                     close_timeout=0.1)
     try:
-        return transport.request(message, timeout=TIMEOUT)
+        results = {}
+        callers = [threading.Thread(target=lambda m=message: results.setdefault(
+            m["id"], _try(transport, m, timeout=NEVER)), daemon=True)
+            for message in (request("ping", "p"), call_tool("echo", "c"))]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(TIMEOUT)
+        assert not any(caller.is_alive() for caller in callers), "a request outlived the server"
+        assert results["p"]["result"] == {}
+        assert isinstance(results["c"], ServerExitedError)
+        assert results["c"].returncode == 3 and "exit status 3" in str(results["c"])
+        with pytest.raises(ServerExitedError) as later:  # at once: the timeout is only a bound
+            transport.request(call_tool("echo", "later"), timeout=TIMEOUT)
+        assert later.value.returncode == 3
+        closer = threading.Thread(target=transport.close, daemon=True)
+        closer.start()
+        closer.join(TIMEOUT)
+        assert not closer.is_alive()
+    finally:
+        left.end()
+
+
+def _try(transport, message, timeout=TIMEOUT):
+    try:
+        return transport.request(message, timeout=timeout)
     except Exception as exc:
         return exc
 

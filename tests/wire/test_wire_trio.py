@@ -18,7 +18,7 @@ from mrtr_trio.http_server import serve_http
 from mrtr_trio.stdio_client import open_stdio_transport
 from mrtr_trio.stdio_server import serve_stdio
 from wire_app import make_app
-from wire_helpers import RawClient, call_tool, request
+from wire_helpers import LeftBehind, RawClient, call_tool, request
 from wire_peer import BrokenPeer
 
 from mrtr_core.http import HttpStatusError
@@ -306,6 +306,42 @@ def test_stdio_errors_leave_the_transport_as_themselves_not_as_a_group():
     with pytest.raises(ServerExitedError) as info:
         trio.run(main)
     assert info.value.returncode == 3
+
+
+def test_stdio_server_exit_fails_what_it_left_unanswered_while_a_left_behind_process_holds_stdout(
+    tmp_path,
+):
+    # The server answers the ping, exits without answering the call, and its child keeps
+    # stdout open: no end of stdout comes, yet the call fails as soon as the server is gone,
+    # and the reply written just before the exit is still delivered.
+    left = LeftBehind.in_folder(tmp_path, reads=2)
+
+    async def main():
+        results = {}
+
+        async def call(transport, message):
+            try:
+                results[message["id"]] = await transport.request(message)
+            except ServerExitedError as exc:
+                results[message["id"]] = exc
+
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"],
+                                            env=left.env, close_timeout=0.1) as transport:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(call, transport, request("ping", "p"))
+                    nursery.start_soon(call, transport, call_tool("echo", "c"))
+                assert results["p"]["result"] == {}
+                assert isinstance(results["c"], ServerExitedError)
+                assert results["c"].returncode == 3 and "exit status 3" in str(results["c"])
+                with pytest.raises(ServerExitedError) as later:
+                    await transport.request(call_tool("echo", "later"))
+                assert later.value.returncode == 3
+
+    try:
+        trio.run(main)
+    finally:
+        left.end()
 
 
 def test_stdio_close_ends_the_process():

@@ -1,9 +1,14 @@
-"""Shared helpers for the wire tests: message builders and an in-memory HTTP peer."""
+"""Shared helpers for the wire tests: message builders, an in-memory HTTP peer, and a stdio
+server that leaves a process behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -188,3 +193,32 @@ def serve(server: HttpServerConnection, data: bytes, replier: Replier = echo_rep
         if isinstance(event, ConnectionEnded):
             break
     return Exchange(events, server.data_to_send())
+
+
+# -- a stdio server that leaves a process behind -----------------------------------------------
+
+
+@attrs.frozen
+class LeftBehind:
+    """How to start ``stdio_app_server.py`` so that it starts a child holding its stdout,
+    reads ``reads`` requests, answers the pings among them and exits with status 3; and how
+    to end that child afterwards."""
+
+    env: dict[str, str]
+    pid_file: Path
+
+    @classmethod
+    def in_folder(cls, folder: Path, reads: int) -> LeftBehind:
+        """Its FIFO and pid file in ``folder``."""
+        fifo = folder / "release"
+        os.mkfifo(fifo)
+        pid_file = folder / "orphan.pid"
+        env = {**os.environ, "ORPHAN_FIFO": str(fifo), "ORPHAN_PID_FILE": str(pid_file),
+               "ORPHAN_READS": str(reads)}
+        return cls(env=env, pid_file=pid_file)
+
+    def end(self) -> None:
+        """Kill the child by the pid the server wrote (it waits on the FIFO, on no timer)."""
+        if self.pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(self.pid_file.read_text()), signal.SIGKILL)
