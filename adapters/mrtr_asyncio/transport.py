@@ -33,8 +33,8 @@ class MemoryTransport(AsyncMemoryTransport):
 
     See :class:`~mrtr_core.testing.memory.AsyncMemoryTransport`. ``latency`` is slept with
     ``asyncio.sleep``, so on a :class:`~mrtr_asyncio.testing.VirtualEventLoop` it costs
-    virtual time only; a request after :meth:`aclose` raises ``ConnectionError``.
+    virtual time only; a request after :meth:`aclose` raises
+    :class:`~mrtr_core.errors.TransportClosedError`.
     """
 
-    _closed_error = ConnectionError
     _sleep = staticmethod(asyncio.sleep)

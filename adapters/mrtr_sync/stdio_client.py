@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError
+from mrtr_core.errors import LocalProtocolError, MrtrError, TransportClosedError
 from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
@@ -122,6 +122,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         Raises:
             TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent.
             ServerExitedError: The process ended (or closed stdout) before answering.
+            mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
@@ -171,7 +172,11 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             # keeps it until that process ends, and close() does not wait for it.
             with contextlib.suppress(OSError, ValueError):
                 self._stdout.close()
-        self._fail(ServerExitedError("transport closed", returncode=self.process.returncode))
+        closed = TransportClosedError("the transport was closed")
+        self._fail(closed)  # what is still in flight
+        # Later requests: closed on purpose, whatever ended the process first.
+        with self._lock:
+            self._failure = closed
 
     def __enter__(self) -> StdioTransport:
         return self

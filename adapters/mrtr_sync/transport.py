@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mrtr_core.errors import TransportClosedError
 from mrtr_sync.clock import Clock, SystemClock
 
 __all__ = ["MemoryTransport", "Transport"]
@@ -53,7 +54,7 @@ class MemoryTransport:
     def request(self, message: JsonObject, *, timeout: float | None = None) -> JsonObject:
         """Answer one request (see the class docstring)."""
         if self._closed:
-            raise ConnectionError("transport is closed")
+            raise TransportClosedError("the transport was closed")
         wire = json.loads(json.dumps(message))
         response = self._handler(wire)
         delay = self._latency(wire) if callable(self._latency) else self._latency

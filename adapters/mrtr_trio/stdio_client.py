@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError
+from mrtr_core.errors import LocalProtocolError, MrtrError, TransportClosedError
 from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
@@ -74,6 +74,7 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
 
         Raises:
             ServerExitedError: The process ended (or closed stdout) before answering.
+            mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
@@ -122,7 +123,10 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
                 await self.process.wait()
             self._reader_scope.cancel()
             await self._stdout.aclose()
-        self._fail(ServerExitedError("transport closed", returncode=self.process.returncode))
+        closed = TransportClosedError("the transport was closed")
+        self._fail(closed)  # what is still in flight
+        # Later requests: closed on purpose, whatever ended the process first.
+        self._failure = closed
 
     # -- internals ---------------------------------------------------------------------------
 

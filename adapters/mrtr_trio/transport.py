@@ -34,8 +34,7 @@ class MemoryTransport(AsyncMemoryTransport):
 
     See :class:`~mrtr_core.testing.memory.AsyncMemoryTransport`. ``latency`` is slept with
     ``trio.sleep``, so under ``MockClock`` it costs virtual time only; a request after
-    :meth:`aclose` raises ``trio.ClosedResourceError``.
+    :meth:`aclose` raises :class:`~mrtr_core.errors.TransportClosedError`.
     """
 
-    _closed_error = trio.ClosedResourceError
     _sleep = staticmethod(trio.sleep)

@@ -12,6 +12,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mrtr_core.errors import TransportClosedError
+
 __all__ = ["AsyncMemoryTransport"]
 
 JsonObject = dict[str, Any]
@@ -26,8 +28,8 @@ class AsyncMemoryTransport(abc.ABC):
     :meth:`aclose` (it raises :attr:`_closed_error`).
     """
 
-    _closed_error: type[Exception] = ConnectionError
-    """What a request after :meth:`aclose` raises (the runtime's broken-connection error)."""
+    _closed_error: type[Exception] = TransportClosedError
+    """What a request after :meth:`aclose` raises (a broken-connection error)."""
 
     def __init__(
         self,

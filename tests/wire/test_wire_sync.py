@@ -20,6 +20,7 @@ from wire_app import make_app
 from wire_helpers import LeftBehind, RawClient, call_tool, request
 from wire_peer import BrokenPeer, self_signed_tls
 
+from mrtr_core.errors import TransportClosedError
 from mrtr_core.http import HttpStatusError
 from mrtr_core.state import MemoryReplayGuard
 from mrtr_core.stdio import ServerExitedError, encode_line
@@ -297,6 +298,15 @@ def test_stdio_crash_fails_in_flight_requests_with_a_typed_error(stdio):
     assert info.value.returncode == 3
     with pytest.raises(ServerExitedError):
         stdio.request(call_tool("echo", 3, text="x"), timeout=TIMEOUT)
+
+
+def test_stdio_request_after_close_is_a_typed_error():
+    transport = StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"])
+    assert text_of(transport.request(call_tool("echo", 1, text="x"), timeout=TIMEOUT)) == "x"
+    transport.close()
+    assert transport.process.returncode == 0
+    with pytest.raises(TransportClosedError):  # closed on purpose, not a crash
+        transport.request(call_tool("echo", 2, text="y"), timeout=TIMEOUT)
 
 
 def test_stdio_timeout_sends_cancel_and_the_transport_keeps_working(stdio):

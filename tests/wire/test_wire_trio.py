@@ -21,6 +21,7 @@ from wire_app import make_app
 from wire_helpers import LeftBehind, RawClient, call_tool, request
 from wire_peer import BrokenPeer
 
+from mrtr_core.errors import TransportClosedError
 from mrtr_core.http import HttpStatusError
 from mrtr_core.server import Context
 from mrtr_core.state import MemoryReplayGuard
@@ -350,5 +351,7 @@ def test_stdio_close_ends_the_process():
             async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
                 assert text_of(await transport.request(call_tool("echo", 1, text="x"))) == "x"
             assert transport.process.returncode == 0
+            with pytest.raises(TransportClosedError):  # closed on purpose, not a crash
+                await transport.request(call_tool("echo", 2, text="y"))
 
     trio.run(main)
