@@ -10,6 +10,7 @@ the adapters) makes a token usable once across the whole deployment.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Protocol, runtime_checkable
 
 __all__ = ["MemoryReplayGuard", "ReplayGuard"]
@@ -34,20 +35,30 @@ class MemoryReplayGuard:
 
     Pure: the caller passes ``now``; expired ids are pruned as time moves on, so memory
     stays bounded by the number of tokens alive at once.
+
+    Time never goes back for the guard: it prunes by the latest ``now`` it was given. A
+    clock that is set back (the wall clock ``requestState`` expiry is read from) would
+    otherwise make a pruned token alive again for the codec and new to the guard: such a
+    token, past its lifetime by the latest time seen but not by ``now``, is refused.
     """
 
     def __init__(self) -> None:
         self._seen: dict[str, float] = {}
         self._expiry: list[tuple[float, str]] = []
+        self._latest = -math.inf
 
     def claim(self, token_id: str, expires_at: float, now: float) -> bool:
         """See :meth:`ReplayGuard.claim`."""
-        self._prune(now)
+        self._latest = latest = max(self._latest, now)
+        self._prune(latest)
         if token_id in self._seen:
             return False
         if expires_at <= now:
             # Already past its lifetime: nothing to remember, and the codec refuses it anyway.
             return True
+        if expires_at <= latest:
+            # The clock went back past this token's end: it may have been claimed and pruned.
+            return False
         self._seen[token_id] = expires_at
         heapq.heappush(self._expiry, (expires_at, token_id))
         return True

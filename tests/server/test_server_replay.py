@@ -29,6 +29,19 @@ def test_memory_guard_claims_once_and_forgets_after_expiry() -> None:
     assert len(guard) == 0
 
 
+def test_memory_guard_refuses_a_pruned_token_when_the_clock_goes_back() -> None:
+    """A wall clock set back makes a token the guard pruned alive again for the codec: the
+    guard must not take it for a new one (single use holds across the jump)."""
+    guard = MemoryReplayGuard()
+    assert guard.claim("t1", T0 + 100, T0) is True
+    assert guard.claim("t2", T0 + 300, T0 + 200) is True  # the clock moves on: t1 is pruned
+    assert len(guard) == 1
+    assert guard.claim("t1", T0 + 100, T0 + 10) is False  # set back: t1 is no new token
+    assert guard.claim("t2", T0 + 300, T0 + 10) is False
+    assert guard.claim("t3", T0 + 250, T0 + 10) is True  # alive by the latest time too
+    assert guard.claim("t3", T0 + 250, T0 + 20) is False
+
+
 def test_redis_guard_sets_a_key_with_the_remaining_lifetime(redis_client: redis.Redis) -> None:
     guard = RedisReplayGuard(redis_client, prefix="test:")
     assert guard.claim("abc", T0 + 12.5, T0) is True
