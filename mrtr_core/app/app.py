@@ -39,8 +39,10 @@ from mrtr_core.app.registry import (
     ResourceDef,
     ResourceTemplateDef,
     ToolDef,
+    check_resource_handler,
     first_paragraph,
     is_template,
+    resource_uri_problem,
 )
 from mrtr_core.app.reply import Reply, RequestId, RunHandler
 from mrtr_core.app.results import (
@@ -228,15 +230,19 @@ class App:
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` contains ``{var}``.
 
-        The handler is ``(ctx, uri)`` (templates: ``(ctx, uri, **variables)``) and returns
+        Templates are RFC 6570 level 1: ``{name}`` matches one path segment (no ``/``,
+        ``?`` or ``#``), taken as it appears in the URI (not percent-decoded); other
+        braces are refused. The handler, checked here, is ``(ctx, uri)`` (templates:
+        ``(ctx, uri, **variables)``; a generator function is refused) and returns
         text, bytes (sent as a base64 blob), a list of contents items, or a whole
         ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
         """
-        problem = caching_problem(ttl_ms, cache_scope)
+        problem = resource_uri_problem(uri) or caching_problem(ttl_ms, cache_scope)
         if problem is not None:
             raise ValueError(problem)
 
         def register(handler: F) -> F:
+            check_resource_handler(handler, uri)
             label = name or handler.__name__
             doc = description if description is not None else first_paragraph(handler.__doc__)
             if is_template(uri):

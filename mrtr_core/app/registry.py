@@ -30,10 +30,12 @@ __all__ = [
     "ResourceDef",
     "ResourceTemplateDef",
     "ToolDef",
+    "check_resource_handler",
     "derive_input_schema",
     "derive_prompt_arguments",
     "first_paragraph",
     "is_template",
+    "resource_uri_problem",
     "template_variables",
 ]
 
@@ -54,8 +56,19 @@ _SIMPLE_TYPES: Final[Mapping[Any, JsonObject]] = {
 }
 
 
+def _check_not_generator(handler: Callable[..., Any], what: str) -> None:
+    """Refuse a generator function: calling it runs none of its code, and the generator it
+    gives is no result (a resumable handler is re-run from the top, it never yields)."""
+    if inspect.isgeneratorfunction(handler) or inspect.isasyncgenfunction(handler):
+        raise TypeError(
+            f"{what} handler {handler!r} is a generator function: a handler returns its "
+            "result (return, not yield)"
+        )
+
+
 def _handler_params(handler: Callable[..., Any], what: str) -> list[inspect.Parameter]:
     """The handler's parameters after the leading ``ctx``."""
+    _check_not_generator(handler, what)
     params = list(inspect.signature(handler).parameters.values())
     if not params or params[0].kind not in (
         inspect.Parameter.POSITIONAL_ONLY,
@@ -423,6 +436,43 @@ class ResourceTemplateDef:
         if self.mime_type is not None:
             out["mimeType"] = self.mime_type
         return out
+
+
+def resource_uri_problem(uri: str) -> str | None:
+    """What is wrong with a URI given to ``@app.resource``, or ``None``.
+
+    Templates are RFC 6570 level 1 (``{name}``, each name once: it becomes a keyword
+    argument). Any other brace (``{+path}``, ``{?q}``, ``{1x}``, a lone ``{``) would make
+    a URI no read can name (RFC 3986 does not allow braces), so it is refused rather than
+    registered as a direct resource.
+    """
+    if not isinstance(uri, str) or not uri:
+        return f"a resource URI must be a non-empty string, not {uri!r}"
+    rest = _TEMPLATE_VAR.sub("", uri)
+    if "{" in rest or "}" in rest:
+        return (
+            f"resource URI {uri!r}: only {{name}} template variables (RFC 6570 level 1, "
+            "names of [A-Za-z0-9_] not starting with a digit) are supported"
+        )
+    names = template_variables(uri)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        return f"resource template {uri!r} names {', '.join(repeated)} more than once"
+    return None
+
+
+def check_resource_handler(handler: Callable[..., Any], uri: str) -> None:
+    """Check that ``handler(ctx, uri, **variables)`` can be called for this (template) URI,
+    as a read will call it; ``TypeError`` naming the parameters it must take."""
+    _check_not_generator(handler, "resource")
+    variables = template_variables(uri)
+    try:
+        inspect.signature(handler).bind(None, None, **dict.fromkeys(variables, ""))
+    except TypeError as exc:
+        wanted = ", ".join(["ctx", "uri", *variables])
+        raise TypeError(
+            f"resource handler {handler!r} for {uri!r} must take ({wanted}): {exc}"
+        ) from None
 
 
 def is_template(uri: str) -> bool:

@@ -21,6 +21,10 @@ round), nothing after it runs (:class:`InputRejected` passes ``except Exception`
 is sealed, and the request fails with ``-32602`` naming the key even if the handler caught
 the stop. That failure ends the operation: a ``ctx.once`` step that ran in it is not
 recorded anywhere, so a new call runs it again.
+
+A handler that catches the stop ``ask`` raises (a bare ``except:``) goes on without the
+answer; the round still ends with ``input_required``, and a ``once`` step or a new ``memo``
+value reached after that point stops the run again, so neither runs on an answer not given.
 """
 
 from __future__ import annotations
@@ -313,7 +317,7 @@ class Context:
 
     def _lookup(self, key: str, request: InputRequest) -> InputResponse | None:
         if not isinstance(key, str) or not key:
-            raise ValueError("an input request key must be a non-empty string")
+            raise ValueError(bad_key_message(key))
         digest, wire = _DIGESTS.digest(request)
         seen = self._questions.get(key)
         if seen is not None and seen != digest:
@@ -348,9 +352,16 @@ class Context:
     def memo(self, name: str, fn: Callable[[], T]) -> T:
         """``fn()`` computed on the first round that reaches here, then carried (sealed)
         to later rounds. The value must be JSON-able; it is returned as it will read back
-        (tuples become lists)."""
+        (tuples become lists).
+
+        Raises:
+            InputPending: A question asked earlier in this run has no answer yet (the
+                handler caught the stop): ``fn`` does not run, so nothing computed without
+                that answer is carried to later rounds.
+        """
         if name in self._memo:
             return cast(T, self._memo[name])
+        self._stop_if_pending()
         value = _json_roundtrip(name, fn())
         self._memo[name] = value
         return cast(T, value)
@@ -359,6 +370,7 @@ class Context:
         """:meth:`memo` for an async ``fn`` (any async runtime)."""
         if name in self._memo:
             return cast(T, self._memo[name])
+        self._stop_if_pending()
         value = _json_roundtrip(name, await fn())
         self._memo[name] = value
         return cast(T, value)
@@ -370,10 +382,16 @@ class Context:
         The record travels in the next ``requestState``. A client that echoes an *older*
         state (from before the step ran) would run it again: declare the handler
         ``HandlerSpec(single_use=True)`` with a shared replay guard so that cannot happen.
-        If ``fn`` raises, nothing is recorded.
+        If ``fn`` raises, nothing is recorded (a later round runs it again).
+
+        Raises:
+            InputPending: A question asked earlier in this run has no answer yet (the
+                handler caught the stop, say with a bare ``except:``): the step does not
+                run before the answers the code above it waits for.
         """
         if name in self._once:
             return cast(T, self._once[name])
+        self._stop_if_pending()
         value = _json_roundtrip(name, fn())
         self._once[name] = value
         return cast(T, value)
@@ -382,9 +400,21 @@ class Context:
         """:meth:`once` for an async ``fn`` (any async runtime)."""
         if name in self._once:
             return cast(T, self._once[name])
+        self._stop_if_pending()
         value = _json_roundtrip(name, await fn())
         self._once[name] = value
         return cast(T, value)
+
+    def _stop_if_pending(self) -> None:
+        """Stop the run again when a question asked in it is still unanswered.
+
+        ``ask`` stops the run with :class:`InputPending`; a handler that catches it goes on
+        without the answer. The engine still ends the round with ``input_required``, but a
+        ``once`` step or a ``memo`` value reached after that point would run (or be
+        computed) on a made-up answer and be carried as done: both stop here instead.
+        """
+        if self._pending:
+            raise InputPending(tuple(self._pending))
 
     # --- explicit mode -------------------------------------------------------------------
 
@@ -435,6 +465,12 @@ class Context:
     def answers(self) -> Mapping[str, Recorded]:
         """Every answer recorded so far, pinned to its question's digest."""
         return self._answers
+
+
+def bad_key_message(key: object) -> str:
+    """Why ``key`` cannot key an input request (``inputRequests`` is a JSON object: its
+    keys are strings; an empty one names nothing)."""
+    return f"an input request key must be a non-empty string, not {key!r} ({type(key).__name__})"
 
 
 _STRICT_ENCODE: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))

@@ -53,7 +53,13 @@ from mrtr_core.server.capabilities import (
     missing_capabilities,
 )
 from mrtr_core.server.carried import Asked, Carried, Recorded, payload
-from mrtr_core.server.context import Context, InputPending, InputRequired, question_digest
+from mrtr_core.server.context import (
+    Context,
+    InputPending,
+    InputRequired,
+    bad_key_message,
+    question_digest,
+)
 from mrtr_core.server.limits import ServerLimits
 from mrtr_core.server.schemas import CompiledSchema, SchemaCache
 from mrtr_core.state.binding import Binding
@@ -354,12 +360,7 @@ class ServerEngine:
         limits = self._limits
         rounds = run.carried.rounds + 1
         if rounds > limits.max_rounds:
-            raise JsonRpcError(
-                INTERNAL_ERROR,
-                f"Too many rounds: this request may ask for input at most "
-                f"{limits.max_rounds} times",
-                {"limit": "max_rounds", "value": limits.max_rounds},
-            )
+            raise _too_many_rounds(run, questions, limits.max_rounds)
         if len(questions) > limits.max_input_requests:
             raise JsonRpcError(
                 INTERNAL_ERROR,
@@ -414,7 +415,7 @@ class ServerEngine:
         questions: dict[str, tuple[InputRequest, JsonObject, str]] = {}
         for key, request in requests.items():
             if not isinstance(key, str) or not key:
-                raise ValueError("an input request key must be a non-empty string")
+                raise ValueError(bad_key_message(key))
             wire = unstructure_input_request(request)
             questions[key] = (request, wire, question_digest(wire))
         try:
@@ -516,6 +517,33 @@ def _only_pending(raised: BaseException) -> bool:
         _, rest = raised.split(InputPending)
         return rest is None
     return False
+
+
+def _too_many_rounds(
+    run: Run, questions: Mapping[str, tuple[InputRequest, JsonObject, str]], limit: int
+) -> JsonRpcError:
+    """The ``-32603`` for one round too many, naming the keys asked again because their
+    question changed after the client answered it (an answer is pinned to the exact
+    question: one built from something that changes every round, such as the clock, is
+    never answered, and the operation runs out of rounds)."""
+    asked = run.carried.asked
+    answered = run.context.input_responses
+    changed = [
+        key
+        for key, (_, _, digest) in questions.items()
+        if key in answered and key in asked and asked[key].digest != digest
+    ]
+    message = f"Too many rounds: this request may ask for input at most {limit} times"
+    data: JsonObject = {"limit": "max_rounds", "value": limit}
+    if changed:
+        names = ", ".join(repr(key) for key in changed)
+        message += (
+            f"; the question under {names} changed after the client answered it, so it "
+            "was asked again (build a question the same way on every round: from the "
+            "arguments, earlier answers or ctx.memo, not from the clock)"
+        )
+        data["changed"] = changed
+    return JsonRpcError(INTERNAL_ERROR, message, data)
 
 
 def _asked_for(request: InputRequest, digest: str) -> Asked:

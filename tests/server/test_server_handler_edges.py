@@ -1,0 +1,290 @@
+"""Edges an app writer hits with resumable handlers, driven through the engine and the App.
+
+- A handler that catches the stop ``ctx.ask`` raises (a bare ``except:``) goes on without
+  the answer: a ``ctx.once`` step or a ``ctx.memo`` value after that point must not run on a
+  made-up answer and be carried as done;
+- a question built from something that changes every round (the clock) is never answered:
+  the operation runs out of rounds, and that error names the key and says why;
+- a key that is not a non-empty string is named in the error;
+- what a decorator can check at registration it checks there: generator handlers, resource
+  URIs that are not level-1 templates, resource handlers that cannot take the variables.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from server_helpers import T0, Runtime, accept, make_codec, make_engine, meta, retry, tool_call
+
+from mrtr_core.app import App, Reply, drive_sync
+from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
+from mrtr_core.server import (
+    Completed,
+    Context,
+    InputRequired,
+    NeedsInput,
+    ServerLimits,
+    accepted,
+    content,
+    form,
+)
+
+# --- a swallowed stop does not let once/memo run ------------------------------------------------
+
+
+def test_once_does_not_run_after_a_swallowed_stop(rt: Runtime) -> None:
+    deployed: list[int] = []
+
+    def handler(ctx: Context) -> Any:
+        try:
+            ok = accepted(ctx.ask("confirm", form("Deploy?", ok=bool)))
+        except:  # noqa: E722 - the mistake under test
+            ok = False
+        def deploy() -> str:
+            deployed.append(ctx.round)
+            return f"r{ctx.round}"
+
+        return [ok, ctx.once("deploy", deploy)]
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("deploy")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput) and r1.keys == ("confirm",)
+    assert deployed == []  # not before the confirmation
+    r2 = rt.call(engine, retry(first, r1, {"confirm": accept(ok=True)}), spec)
+    assert isinstance(r2, Completed) and r2.value == [True, "r2"]
+    assert deployed == [2]
+
+
+def test_memo_is_not_computed_from_a_made_up_answer(rt: Runtime) -> None:
+    def handler(ctx: Context) -> Any:
+        try:
+            name = (content(ctx.ask("name", form("Name?", name=str))) or {})["name"]
+        except BaseException:  # the mistake under test
+            name = "nobody"
+        return ctx.memo("greeting", lambda: f"Hello, {name}!")
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("greet")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput) and r1.keys == ("name",)
+    r2 = rt.call(engine, retry(first, r1, {"name": accept(name="Ada")}), spec)
+    assert isinstance(r2, Completed) and r2.value == "Hello, Ada!"
+
+
+def test_once_and_memo_run_when_nothing_is_pending(rt: Runtime) -> None:
+    runs: list[str] = []
+
+    def handler(ctx: Context) -> Any:
+        def compute() -> int:
+            runs.append("memo")
+            return 1
+
+        def step() -> int:
+            runs.append("once")
+            return 2
+
+        value, done = ctx.memo("m", compute), ctx.once("o", step)
+        return [value, done, content(ctx.ask("k", form("Q?", ok=bool)))]
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("t")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput) and runs == ["memo", "once"]
+    r2 = rt.call(engine, retry(first, r1, {"k": accept(ok=True)}), spec)
+    assert isinstance(r2, Completed) and r2.value == [1, 2, {"ok": True}]
+    assert runs == ["memo", "once"]  # carried, not run again
+
+
+def test_async_once_and_memo_do_not_run_after_a_swallowed_stop() -> None:
+    runs: list[str] = []
+    app = App("t", "1", codec=make_codec())
+
+    @app.tool()
+    async def deploy(ctx: Context) -> Any:
+        try:
+            ok = accepted(ctx.ask("confirm", form("Deploy?", ok=bool)))
+        except BaseException:  # the mistake under test
+            ok = False
+
+        async def plan() -> str:
+            runs.append("amemo")
+            return "plan"
+
+        async def step() -> str:
+            runs.append("aonce")
+            return "done"
+
+        return [ok, await ctx.amemo("plan", plan), await ctx.aonce("deploy", step)]
+
+    reply = drive_sync(app, _call("deploy"), now=T0)
+    assert _result(reply)["resultType"] == "input_required"
+    assert runs == []
+    answered = _call("deploy", {"confirm": accept(ok=True)}, _result(reply)["requestState"])
+    assert _result(drive_sync(app, answered, now=T0))["structuredContent"] == [True, "plan", "done"]
+    assert runs == ["amemo", "aonce"]
+
+
+# --- a question that changes every round -------------------------------------------------------
+
+
+def test_running_out_of_rounds_names_a_question_that_changed_after_its_answer(
+    rt: Runtime,
+) -> None:
+    clock = itertools.count()
+
+    def handler(ctx: Context) -> Any:
+        return content(ctx.ask("confirm", form(f"Confirm at {next(clock)}?", ok=bool)))
+
+    spec = rt.spec(handler)
+    engine = make_engine(limits=ServerLimits(max_rounds=2))
+    first = tool_call("t")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput) and r1.keys == ("confirm",)
+    r2 = rt.call(engine, retry(first, r1, {"confirm": accept(ok=True)}), spec)
+    assert isinstance(r2, NeedsInput) and r2.keys == ("confirm",)  # asked again: it changed
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, retry(first, r2, {"confirm": accept(ok=True)}), spec)
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.data == {"limit": "max_rounds", "value": 2, "changed": ["confirm"]}
+    assert "'confirm' changed after the client answered it" in info.value.message
+
+
+def test_running_out_of_rounds_names_no_key_when_no_question_changed(rt: Runtime) -> None:
+    def handler(ctx: Context) -> Any:  # explicit mode: asks the same question again
+        return InputRequired({"again": form("Again?", ok=bool)})
+
+    spec = rt.spec(handler)
+    engine = make_engine(limits=ServerLimits(max_rounds=1))
+    first = tool_call("t")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, retry(first, r1, {"again": accept(ok=True)}), spec)
+    assert info.value.data == {"limit": "max_rounds", "value": 1}
+    assert "changed" not in info.value.message
+
+
+# --- keys ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "shown"), [(1, "not 1 (int)"), ("", "not '' (str)"), (None, "not None (NoneType)")]
+)
+def test_a_bad_key_is_named(rt: Runtime, key: Any, shown: str) -> None:
+    def asks(ctx: Context) -> Any:
+        return ctx.ask(key, form("Q?", ok=bool))
+
+    def explicit(ctx: Context) -> Any:
+        return InputRequired({key: form("Q?", ok=bool)})
+
+    for handler in (asks, explicit):
+        with pytest.raises(ValueError, match="input request key must be a non-empty string, "
+                           + shown.replace("(", r"\(").replace(")", r"\)")):
+            rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+
+
+# --- registration --------------------------------------------------------------------------------
+
+
+def _gen(ctx: Context) -> Iterator[str]:
+    yield "never read"
+
+
+async def _agen(ctx: Context) -> AsyncIterator[str]:
+    yield "never read"
+
+
+def _gen_resource(ctx: Context, uri: str) -> Iterator[str]:
+    yield "never read"
+
+
+@pytest.mark.parametrize("handler", [_gen, _agen])
+def test_generator_tools_and_prompts_are_refused_at_registration(handler: Any) -> None:
+    app = App("t", "1", codec=make_codec())
+    with pytest.raises(TypeError, match="is a generator function"):
+        app.tool(name="g")(handler)
+    with pytest.raises(TypeError, match="is a generator function"):
+        app.prompt(name="g")(handler)
+    assert app.tools == () and app.prompts == ()
+
+
+def test_generator_resources_are_refused_at_registration() -> None:
+    app = App("t", "1", codec=make_codec())
+    with pytest.raises(TypeError, match="is a generator function"):
+        app.resource("x://fixed")(_gen_resource)
+    assert app.capabilities() == {}
+
+
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("x://{+path}", "only {name} template variables"),
+        ("x://a{?q}", "only {name} template variables"),
+        ("x://{1x}", "only {name} template variables"),
+        ("x://{open", "only {name} template variables"),
+        ("x://close}", "only {name} template variables"),
+        ("x://{a}/{a}", "names a more than once"),
+        ("", "must be a non-empty string"),
+    ],
+)
+def test_resource_uris_that_no_read_can_name_are_refused(uri: str, problem: str) -> None:
+    app = App("t", "1", codec=make_codec())
+    with pytest.raises(ValueError, match=problem.replace("{", r"\{").replace("}", r"\}")):
+        app.resource(uri)(lambda ctx, uri, **variables: "t")
+    assert app.capabilities() == {}
+
+
+@pytest.mark.parametrize(
+    ("uri", "handler", "wanted"),
+    [
+        ("x://fixed", lambda: "t", "(ctx, uri)"),
+        ("x://fixed", lambda ctx: "t", "(ctx, uri)"),
+        ("x://{name}", lambda ctx, uri: "t", "(ctx, uri, name)"),
+        ("x://{name}/{ver}", lambda ctx, uri, name: "t", "(ctx, uri, name, ver)"),
+        ("x://{uri}", lambda ctx, uri, **variables: "t", "(ctx, uri, uri)"),
+    ],
+)
+def test_resource_handlers_that_cannot_take_the_read_are_refused(
+    uri: str, handler: Any, wanted: str
+) -> None:
+    app = App("t", "1", codec=make_codec())
+    with pytest.raises(TypeError, match=f"for {uri!r} must take " + wanted.replace("(", r"\(")
+                       .replace(")", r"\)")):
+        app.resource(uri)(handler)
+
+
+def test_resource_handlers_that_take_the_read_are_accepted() -> None:
+    app = App("t", "1", codec=make_codec())
+    app.resource("x://fixed")(lambda ctx, uri: "fixed")
+    app.resource("x://{name}/{ver}")(lambda ctx, uri, name, ver: f"{name}@{ver}")
+    app.resource("y://{name}")(lambda ctx, uri, **variables: variables["name"])
+    app.resource("z://{name}")(lambda ctx, address, name="": name)
+    for uri, text in [("x://fixed", "fixed"), ("x://n/1", "n@1"), ("y://q", "q"), ("z://w", "w")]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                   "params": {"uri": uri, "_meta": meta()}}
+        assert _result(drive_sync(app, message, now=T0))["contents"][0]["text"] == text
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _call(name: str, responses: Any = None, state: str | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "_meta": meta()}
+    if responses is not None:
+        params["inputResponses"] = responses
+    if state is not None:
+        params["requestState"] = state
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def _result(reply: Reply) -> dict[str, Any]:
+    assert reply.message is not None and "result" in reply.message, reply.message
+    out: dict[str, Any] = reply.message["result"]
+    return out
