@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from mrtr_core import jsontext
 from mrtr_core.client import (
     CancelHandlers,
     CancelRequested,
@@ -46,6 +47,13 @@ __all__ = ["ClientSide"]
 
 _MISBEHAVIOURS: Final = ("fail", "slow", "abort")
 _MISBEHAVIOURS_FORM: Final = ("fail", "slow", "abort", "decline", "cancel")
+_CLIP: Final = 300  # characters of a result shown in a violation
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _CLIP else f"{text[:_CLIP]}... ({len(text)} characters)"
+
+
 _AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE  # (an Enum member lookup is slow)
 _META: Final = RequestMeta(
     client_capabilities=FULL_CAPABILITIES,
@@ -355,7 +363,11 @@ class ClientSide(RunState):
                               f"expected {' or '.join(e.__name__ for e in expected)}")
             return
         if result is not None:
-            problem = self.workload.check(flow.operation, result, flow.answers)
+            try:
+                problem = self.workload.check(flow.operation, result, flow.answers)
+            except Exception as exc:  # a result the check cannot read is not right either
+                problem = (f"the workload's check raised {exc!r} on the result "
+                           f"{_clip(jsontext.canonical(result))}")
             if problem:
                 self._violate(inv.ISOLATION, op, problem)
         elif not flow.touched:

@@ -87,7 +87,8 @@ class ProbeSide(RunState):
         flow = leg.flow
         kind = leg.probe
         refused = is_refusal(message)
-        if refused:
+        if refused and not leg.refused:  # a duplicated answer is not another probe refused
+            leg.refused = True
             self.counters.probes_refused += 1
         if self.transcript is not None:
             self._note(flow.op, leg.principal,

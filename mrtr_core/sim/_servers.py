@@ -123,6 +123,7 @@ class ServerSide(RunState):
             self._violate(inv.SINGLE_USE, flow.op,
                           f"{instance.name} ran single-use {step.target} without a replay claim")
         effects_before = len(self.effects.counts)
+        self.effects.serving = flow.op
         try:
             value = step.invoke()
         except Exception as exc:
@@ -133,6 +134,8 @@ class ServerSide(RunState):
             reply = app.complete(step, now, raised=exc)
         else:
             reply = app.complete(step, now, returned=value)
+        finally:
+            self.effects.serving = None
         self.counters.effects += len(self.effects.counts) - effects_before
         while self.effects.repeated:
             op, name, times = self.effects.repeated.pop(0)

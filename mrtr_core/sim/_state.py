@@ -159,8 +159,8 @@ class Leg:
     separate one for a probe, so that probes neither shift nor touch the honest flow.
     """
 
-    __slots__ = ("_binding", "flow", "message", "net", "principal", "probe", "request_id",
-                 "sent_at")
+    __slots__ = ("_binding", "flow", "message", "net", "principal", "probe", "refused",
+                 "request_id", "sent_at")
 
     def __init__(self, flow: Flow, message: JsonObject, principal: str, probe: str | None,
                  sent_at: float, net: Prng) -> None:
@@ -171,6 +171,7 @@ class Leg:
         self.request_id = message.get("id")
         self.sent_at = sent_at
         self.net = net
+        self.refused = False  # a probe: some answer to it refused it
         self._binding: str | None = None
 
     @property

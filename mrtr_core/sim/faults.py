@@ -91,14 +91,21 @@ class Faults:
         if text == "all":
             return cls.all()
         if text.startswith("drawn:"):
-            return cls.drawn(int(text.removeprefix("drawn:")))
+            seed = text.removeprefix("drawn:").strip()
+            try:
+                return cls.drawn(int(seed))
+            except ValueError:
+                raise ValueError(f"drawn: needs an integer seed, got {seed!r}") from None
         rates: dict[str, float] = {}
         for part in text.split(","):
             name, sep, value = part.partition("=")
             name = name.strip().replace("-", "_")
             if name not in FAULT_NAMES:
                 raise ValueError(f"unknown fault {name!r}; known: {', '.join(FAULT_NAMES)}")
-            rates[name] = float(value) if sep else 1.0
+            try:
+                rates[name] = float(value) if sep else 1.0
+            except ValueError:
+                raise ValueError(f"{name} needs a rate in [0, 1], got {value.strip()!r}") from None
         return cls(**rates)
 
     def without(self, name: str) -> Faults:

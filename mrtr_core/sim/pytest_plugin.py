@@ -38,7 +38,6 @@ from mrtr_core.sim.prng import Prng, stream_key
 from mrtr_core.sim.report import Report
 from mrtr_core.sim.simulation import Simulation
 from mrtr_core.sim.workload import AppWorkload, Operation, Workload
-from mrtr_core.state import StateCodec
 from mrtr_core.wire.models import InputRequest, InputResponse, JsonObject
 
 __all__ = [
@@ -66,10 +65,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Refuse a seed count below one before any test runs."""
+    """Refuse a seed count or flow count below one, and faults that do not parse, before any
+    test runs (zero flows would pass every simulation without simulating anything)."""
     seeds = config.getoption("mrtr_sim_seeds", default=1)
     if seeds < 1:
         raise pytest.UsageError(f"--mrtr-sim-seeds must be at least 1, got {seeds}")
+    flows = config.getoption("mrtr_sim_flows", default=None)
+    if flows is not None and flows < 1:
+        raise pytest.UsageError(f"--mrtr-sim-flows must be at least 1, got {flows}")
+    faults = config.getoption("mrtr_sim_faults", default=None)
+    if faults is not None:
+        try:
+            Faults.parse(faults)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--mrtr-sim-faults: {exc}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -98,7 +107,7 @@ class SimRunner:
         self,
         workload: Workload | None = None,
         *,
-        app_factory: Callable[[StateCodec], App] | None = None,
+        app_factory: Callable[..., App] | None = None,
         operations: Callable[[int, Prng], Operation] | None = None,
         answer: Callable[[Operation, str, InputRequest], InputResponse] | None = None,
         check: Callable[[Operation, JsonObject, Mapping[str, Any]], str] | None = None,
@@ -106,6 +115,7 @@ class SimRunner:
         faults: Faults | str = "all",
         seed: int | None = None,
         expect_ok: bool = True,
+        pass_effects: bool = False,
         **options: Any,
     ) -> Report:
         """Simulate ``flows`` operations of your app and check every invariant (under
@@ -114,7 +124,8 @@ class SimRunner:
 
         Args:
             workload: A whole :class:`~mrtr_core.sim.Workload`; or give the parts:
-            app_factory: ``codec -> App`` (a fresh app per instance, restart and rotation).
+            app_factory: ``codec -> App`` (a fresh app per instance, restart and rotation);
+                ``(codec, effects) -> App`` with ``pass_effects``.
             operations: ``(index, prng) -> Operation``: what each client asks.
             answer: ``(operation, key, request) -> answer`` (default: valid honest answers).
             check: ``(operation, result, answers) -> problem`` ("" when the result is right).
@@ -122,6 +133,9 @@ class SimRunner:
             faults: A :class:`Faults` or its text form (``--mrtr-sim-faults`` overrides).
             seed: The seed (``--mrtr-sim-seed`` overrides; default: from the test's id).
             expect_ok: Fail the test when an invariant breaks (the default).
+            pass_effects: Hand the run's :class:`~mrtr_core.sim.Effects` to
+                ``app_factory``: a side effect counted with ``effects.ran(step)`` that runs
+                twice for one operation breaks the single-use invariant.
             **options: More :class:`~mrtr_core.sim.Simulation` arguments (``instances``,
                 ``balancer``, ``clients``, ``timing``, ``mutations``, ...).
         """
@@ -129,7 +143,7 @@ class SimRunner:
             if app_factory is None or operations is None:
                 raise TypeError("give a workload, or app_factory and operations")
             workload = AppWorkload(app_factory=app_factory, operations=operations,
-                                   answer_fn=answer, check_fn=check)
+                                   answer_fn=answer, check_fn=check, pass_effects=pass_effects)
         if self._forced_seed is not None:
             seed = self._forced_seed
         elif seed is None:

@@ -4,9 +4,9 @@ The run is deterministic and each flow draws from its own streams, so re-running
 seed with fewer flows keeps the remaining flows as they were. The shrinker tries the
 violating flow alone, then growing windows of the flows before it, then removes chunks of
 flows while the violation persists (delta debugging, within a budget of re-runs); finally
-it turns faults off one by one while the violation persists. The last reproducing run is
-re-run with a transcript, and the lines about the violating operation (plus run-wide lines)
-are kept.
+it turns faults off one by one while the violation persists, until a whole pass turns
+none off. The last reproducing run is re-run with a transcript, and the lines about the
+violating operation (plus run-wide lines) are kept.
 """
 
 from __future__ import annotations
@@ -89,14 +89,21 @@ class _Shrinker:
             self.best = best.evolve(select=current)
 
     def faults(self) -> None:
-        for name in FAULT_NAMES:
-            if self.spent:
-                return
-            if getattr(self.best.faults, name) == 0:
-                continue
-            candidate = self.best.evolve(faults=self.best.faults.without(name))
-            if self.reproduces(candidate):
-                self.best = candidate
+        """Turn faults off one by one while the violation persists, pass after pass: a
+        fault kept in one pass (only another fault, turned off later, made the violation
+        need it) may go in the next."""
+        removed = True
+        while removed:
+            removed = False
+            for name in FAULT_NAMES:
+                if self.spent:
+                    return
+                if getattr(self.best.faults, name) == 0:
+                    continue
+                candidate = self.best.evolve(faults=self.best.faults.without(name))
+                if self.reproduces(candidate):
+                    self.best = candidate
+                    removed = True
 
 
 def shrink(sim: Simulation, report: Report, budget: int = 40) -> Report:

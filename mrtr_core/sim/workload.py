@@ -67,6 +67,8 @@ KINDS_ALL = frozenset({ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST})
 """The input kinds a simulated client has handlers for."""
 
 _OP_MARK = re.compile(r"op-\d+")
+# The mark honest_answer puts in a string of operation op-N's answer: "op-N:key".
+_ANSWER_MARK = re.compile(r"(?<![\w-])op-\d+:")
 # Strings as they are (no \u escapes, so a non-ASCII digit stays a digit to the pattern).
 _TEXT = jsontext.reusable(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
@@ -97,15 +99,21 @@ class Operation:
 class Effects:
     """The outside world's record of side effects: how often each ``(op, step)`` ran.
 
-    Handlers call :meth:`record` inside ``ctx.once``; a count above one means a single-use
-    step ran twice.
+    Handlers call :meth:`record` (or :meth:`ran`) where their side effect happens, inside
+    ``ctx.once``; a count above one means a step that must run once per operation ran
+    twice.
+
+    Attributes:
+        serving: The operation whose request a server instance is running a handler for
+            (set by the simulator around every handler run), or ``None``.
     """
 
-    __slots__ = ("counts", "repeated")
+    __slots__ = ("counts", "repeated", "serving")
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, str], int] = {}
         self.repeated: list[tuple[str, str, int]] = []
+        self.serving: str | None = None
 
     def record(self, op: str, step: str) -> int:
         """Count one run of ``step`` for ``op``; returns how often it has run now."""
@@ -115,6 +123,17 @@ class Effects:
         if count > 1:
             self.repeated.append((op, step, count))
         return count
+
+    def ran(self, step: str) -> int:
+        """Count one run of ``step`` for the operation being served (:attr:`serving`): what
+        a handler that does not know its operation's id calls; returns how often it has run.
+
+        Raises:
+            RuntimeError: no handler is running (e.g. called while building the app).
+        """
+        if self.serving is None:
+            raise RuntimeError(f"side effect {step!r} recorded while no handler runs")
+        return self.record(self.serving, step)
 
 
 class Workload(Protocol):
@@ -377,24 +396,38 @@ class AppWorkload:
     """A user's app under the simulator, with generic checks.
 
     Attributes:
-        app_factory: ``codec -> App`` (called for every instance, restart and rotation).
+        app_factory: ``codec -> App`` (called for every instance, restart and rotation);
+            ``(codec, effects) -> App`` with ``pass_effects``.
         operations: ``(index, prng) -> Operation``: what the ``index``-th client asks.
         answer_fn: ``(operation, key, request) -> InputResponse``; defaults to
             :func:`honest_answer`.
         check_fn: ``(operation, result, answers) -> problem``; defaults to no check beyond
             the simulator's own invariants.
         name: Shown in summaries.
+        pass_effects: Call ``app_factory(codec, effects)`` with the run's :class:`Effects`,
+            shared by every instance, restart and rotation: a handler that calls
+            ``effects.ran("charge")`` where its side effect happens breaks the single-use
+            invariant when that runs twice for one operation.
+        check_leaks: With the default (honest) answers, which mark every string they hold
+            with their operation's id (``op-17:key``), a complete result holding the mark
+            of another ``op-N`` breaks the isolation invariant: one operation's answer
+            leaked into another's result.
     """
 
-    app_factory: Callable[[StateCodec], App]
+    app_factory: Callable[..., App]
     operations: Callable[[int, Prng], Operation]
     answer_fn: Callable[[Operation, str, InputRequest], InputResponse] | None = None
     check_fn: Callable[[Operation, JsonObject, Mapping[str, Any]], str] | None = None
     name: str = "app"
+    pass_effects: bool = False
+    check_leaks: bool = True
 
     def build_app(self, codec: StateCodec, effects: Effects) -> App:
-        """Call the user's factory."""
-        return self.app_factory(codec)
+        """Call the user's factory (with ``effects`` when :attr:`pass_effects`)."""
+        app = self.app_factory(codec, effects) if self.pass_effects else self.app_factory(codec)
+        if not isinstance(app, App):
+            raise TypeError(f"app_factory returned {type(app).__name__}, not an App")
+        return app
 
     def operation(self, index: int, prng: Prng) -> Operation:
         """The user's ``index``-th operation."""
@@ -407,8 +440,22 @@ class AppWorkload:
         return honest_answer(operation.op, key, request)
 
     def check(self, operation: Operation, result: JsonObject, answers: Mapping[str, Any]) -> str:
-        """The user's check, if any."""
+        """No other operation's honest answer in ``result`` (see :attr:`check_leaks`), then
+        the user's check, if any."""
+        if self.check_leaks and self.answer_fn is None:
+            foreign = {mark.removesuffix(":") for mark in _ANSWER_MARK.findall(_text_of(result))}
+            foreign.discard(operation.op)
+            if foreign:
+                return f"result holds answers given to {', '.join(sorted(foreign))}"
         if self.check_fn is None:
             return ""
         return self.check_fn(operation, result, answers)
+
+
+def _text_of(result: JsonObject) -> str:
+    """``result`` as compact JSON text (its strings unescaped), to scan for marks."""
+    try:
+        return _TEXT(result)
+    except (TypeError, ValueError):
+        return repr(result)
 

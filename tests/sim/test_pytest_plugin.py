@@ -166,6 +166,21 @@ def test_plugin_refuses_a_seed_count_below_one(tmp_path: Path) -> None:
     assert "--mrtr-sim-seeds must be at least 1, got 0" in done.stderr
 
 
+@pytest.mark.parametrize(("option", "said"), [
+    ("--mrtr-sim-flows=0", "--mrtr-sim-flows must be at least 1, got 0"),
+    ("--mrtr-sim-flows=-5", "--mrtr-sim-flows must be at least 1, got -5"),
+    ("--mrtr-sim-faults=lose=0.1", "--mrtr-sim-faults: unknown fault 'lose'"),
+    ("--mrtr-sim-faults=loss=lots", "--mrtr-sim-faults: loss needs a rate in [0, 1], got 'lots'"),
+])
+def test_plugin_refuses_no_flows_and_faults_it_cannot_read(
+    tmp_path: Path, option: str, said: str
+) -> None:
+    # Zero flows would pass the rare bug's test without simulating anything.
+    done = _pytest_rare(tmp_path, "-q", "--mrtr-sim-seed=7", option)
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert said in done.stderr
+
+
 def test_runner_refuses_a_seed_count_below_one() -> None:
     from mrtr_core.sim.pytest_plugin import SimRunner
 

@@ -166,6 +166,13 @@ def test_faults_refuse_unknown_names_and_bad_rates() -> None:
         Faults(loss=1.5)
 
 
+def test_faults_parse_names_the_fault_whose_rate_is_not_a_number() -> None:
+    with pytest.raises(ValueError, match=r"^crash needs a rate in \[0, 1\], got 'often'$"):
+        Faults.parse("loss=0.1, crash=often")
+    with pytest.raises(ValueError, match=r"^drawn: needs an integer seed, got 'x'$"):
+        Faults.parse("drawn:x")
+
+
 def test_faults_drawn_from_a_seed_turns_every_fault_on_reproducibly() -> None:
     drawn = Faults.drawn(12)
     assert drawn == Faults.drawn(12)

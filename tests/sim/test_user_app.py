@@ -1,0 +1,184 @@
+"""A user's own app under the simulator (``AppWorkload``): bugs planted in the user's
+handlers are caught, named with the seed, shown in a short transcript, and the same seed
+prints the same report byte for byte."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from mrtr_core.app import App
+from mrtr_core.server import Context, accepted, content, form, sample
+from mrtr_core.sim import AppWorkload, Effects, Faults, Operation, Prng, Simulation, campaign
+from mrtr_core.sim import invariants as inv
+from mrtr_core.state import StateCodec
+from mrtr_core.wire.models import JsonObject
+
+
+def _trips(bug: str = "", cache: dict[str, Any] | None = None) -> Callable[..., App]:
+    """An app of a user's own: a tool asking two questions in one round then one more, a
+    prompt, a resource with a state-only round, and a single-use payment.
+
+    ``bug``: ``"leak"`` keeps the first operation's dates in ``cache``, shared by every
+    instance (a module-level dict); ``"effect_outside_once"`` charges before the
+    confirmation, on every round; ``"question_drifts"`` asks a question that changes from
+    round to round.
+    """
+    shared = cache if cache is not None else {}
+
+    def make(codec: StateCodec, effects: Effects) -> App:
+        app = App("trips", "1.0", codec=codec)
+        rounds = [0]
+
+        @app.tool()
+        def plan_trip(ctx: Context, city: str) -> str:
+            got = ctx.ask_all({
+                "dates": form(f"Dates for {city}?", dates=str),
+                "budget": form(f"Budget for {city}?", amount=int),
+            })
+            rounds[0] += 1
+            drift = f" (asked {rounds[0]} times)" if bug == "question_drifts" else ""
+            hotel = ctx.ask("hotel", form(f"Hotel in {city}?{drift}", name=str))
+            dates = (content(got["dates"]) or {}).get("dates")
+            if bug == "leak":
+                dates = shared.setdefault("dates", dates)
+            return f"{city}: {dates}, {(content(hotel) or {}).get('name')}"
+
+        @app.prompt()
+        def letter(ctx: Context, to: str) -> Any:
+            draft = ctx.ask("draft", sample(f"Write to {to}", 100))
+            text = draft.content.get("text") if isinstance(draft.content, dict) else None
+            return [f"Dear {to}, {text}"]
+
+        @app.resource("trips://report/{rid}")
+        def report(ctx: Context, uri: str, rid: str) -> str:
+            if ctx.round == 1:
+                return ctx.input_required(state={"rid": rid})  # type: ignore[return-value]
+            publish = ctx.ask("publish", form(f"Publish {rid}?", ok=bool))
+            return json.dumps({"rid": rid, "published": accepted(publish)})
+
+        @app.tool(single_use=True)
+        def pay(ctx: Context, amount: int) -> str:
+            if bug == "effect_outside_once":
+                effects.ran("charge")
+            confirm = ctx.ask("confirm", form(f"Pay {amount}?", ok=bool))
+            if not accepted(confirm):
+                return "not paid"
+            if bug != "effect_outside_once":
+                ctx.once("charge", lambda: effects.ran("charge"))
+            return f"paid {amount}"
+
+        return app
+
+    return make
+
+
+def _operations(index: int, prng: Prng) -> Operation:
+    op = f"op-{index}"
+    kind = prng.choice(["plan", "letter", "report", "pay"])
+    if kind == "plan":
+        return Operation(op=op, method="tools/call",
+                         params={"name": "plan_trip", "arguments": {"city": f"city{index}"}})
+    if kind == "letter":
+        return Operation(op=op, method="prompts/get",
+                         params={"name": "letter", "arguments": {"to": f"p{index}"}})
+    if kind == "report":
+        return Operation(op=op, method="resources/read",
+                         params={"uri": f"trips://report/r{index}"})
+    return Operation(op=op, method="tools/call", single_use=True,
+                     params={"name": "pay", "arguments": {"amount": index}})
+
+
+def _workload(bug: str = "", **changes: Any) -> AppWorkload:
+    return AppWorkload(app_factory=_trips(bug), operations=_operations, pass_effects=True,
+                       **changes)
+
+
+def _ops_in(transcript: str | None) -> set[str]:
+    assert transcript is not None
+    return {line.split()[1] for line in transcript.splitlines()} - {"-"}
+
+
+def test_a_correct_app_holds_every_invariant_under_every_fault() -> None:
+    report = campaign(7, flows=300, faults="all", workload=_workload())
+    assert report.ok, report.summary()
+    assert report.completed > 200
+    assert report.counters.effects > 20  # the payments' charges were counted, once each
+
+
+def test_a_side_effect_outside_once_in_a_single_use_tool_is_caught() -> None:
+    report = campaign(7, flows=300, faults="all", workload=_workload("effect_outside_once"))
+    assert not report.ok
+    assert {v.invariant for v in report.violations} == {inv.SINGLE_USE}
+    text = report.summary()
+    assert "(seed 7)" in text and "ran side effect 'charge'" in text
+    assert len(_ops_in(report.transcript)) == 1
+    # The second round alone charges again: no fault is needed to show it.
+    assert report.reproduce is not None and "Faults.parse('none')" in report.reproduce
+    assert " net " not in (report.transcript or "")
+    assert text == campaign(7, flows=300, faults="all",
+                            workload=_workload("effect_outside_once")).summary()
+
+
+def test_an_answer_leaking_into_another_operations_result_is_caught() -> None:
+    cache: dict[str, Any] = {}
+    workload = AppWorkload(app_factory=_trips("leak", cache), operations=_operations,
+                           pass_effects=True)
+    report = Simulation(8, flows=60, workload=workload).run()
+    assert not report.ok
+    assert {v.invariant for v in report.violations} == {inv.ISOLATION}
+    assert "result holds answers given to op-" in report.violations[0].detail
+    assert "shortest transcript:" in report.summary()
+
+
+def test_the_leak_check_stays_off_with_answers_of_the_users_own() -> None:
+    def answer(operation: Operation, key: str, request: Any) -> Any:
+        from mrtr_core.sim import honest_answer
+
+        return honest_answer("op-0", key, request)  # every answer marked as op-0's
+
+    assert Simulation(8, flows=40, workload=_workload(answer_fn=answer)).run().ok
+    assert Simulation(8, flows=40, workload=_workload(check_leaks=False)).run().ok
+
+
+def test_a_question_that_changes_between_rounds_is_caught() -> None:
+    report = Simulation(9, flows=40, workload=_workload("question_drifts")).run()
+    assert not report.ok
+    assert inv.LIVENESS in {v.invariant for v in report.violations}
+    assert "RoundLimitError" in report.summary()
+
+
+def test_a_check_that_raises_is_a_violation_with_seed_and_transcript() -> None:
+    def check(operation: Operation, result: JsonObject, answers: Any) -> str:
+        return "" if result["content"][0]["text"] else "empty"  # prompts have no content
+
+    report = Simulation(10, flows=40, workload=_workload(check_fn=check)).run()
+    assert not report.ok
+    assert {v.invariant for v in report.violations} == {inv.ISOLATION}
+    assert "the workload's check raised KeyError('content')" in report.violations[0].detail
+    assert "(seed 10)" in report.summary() and report.transcript
+
+
+def test_a_factory_that_returns_no_app_is_refused_by_name() -> None:
+    def no_app(codec: StateCodec) -> Any:
+        return None
+
+    workload = AppWorkload(app_factory=no_app, operations=_operations)
+    with pytest.raises(TypeError, match="app_factory returned NoneType, not an App"):
+        Simulation(1, flows=1, workload=workload).run()
+
+
+def test_effects_ran_outside_a_handler_is_refused() -> None:
+    with pytest.raises(RuntimeError, match="'charge' recorded while no handler runs"):
+        Effects().ran("charge")
+
+
+def test_refused_probes_are_counted_once_however_often_their_answers_arrive() -> None:
+    report = Simulation(11, flows=400, faults=Faults(hostile_client=0.5, duplicate=0.5),
+                        workload=_workload()).run()
+    assert report.ok, report.summary()
+    assert report.counters.duplicated > 0
+    assert 0 < report.counters.probes_refused <= report.counters.probes
