@@ -134,11 +134,18 @@ def decode_header_value(raw: bytes | str, *, header: str = HEADER_MCP_NAME) -> s
     payload = text[len(_SENTINEL_PREFIX) : len(text) - len(_SENTINEL_SUFFIX)]
     try:
         decoded = base64.b64decode(payload, validate=True)
-        return decoded.decode("utf-8")
+        value = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         raise HeaderMismatchError(
             f"{header} header has a malformed Base64 value", header=header
         ) from None
+    # A lax decoder ignores the unused low bits of the last character (RFC 4648 §3.5 lets a
+    # decoder refuse them): refused here, so each value has one Base64 text.
+    if base64.b64encode(decoded).decode("ascii") != payload:
+        raise HeaderMismatchError(
+            f"{header} header has a non-canonical Base64 value", header=header
+        )
+    return value
 
 
 # -- media types, Accept, Origin --------------------------------------------------------------

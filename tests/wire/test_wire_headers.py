@@ -43,7 +43,9 @@ def test_header_values_round_trip(value):
 
 
 @pytest.mark.parametrize(
-    "raw", [b"caf\xc3\xa9", b"a\x00b", b"=?base64?***?=", b"=?base64?gA==?=", b"=?base64?QQ?="]
+    "raw",
+    [b"caf\xc3\xa9", b"a\x00b", b"=?base64?***?=", b"=?base64?gA==?=", b"=?base64?QQ?=",
+     b"=?base64?QR==?=", b"=?base64?QUJ=?="],  # the last two: unused bits set (not canonical)
 )
 def test_decode_header_value_refuses_bad_values(raw):
     with pytest.raises(HeaderMismatchError) as info:
