@@ -1,12 +1,15 @@
 """Fuzz targets for everything a peer can make the simulated cluster decode: random
-``requestState`` tokens, random messages into the app, random ``inputResponses`` into the
-engine, random results into the client flow, and the transcript's view of any message.
-Each may only answer with its one typed error (or a well-formed reply)."""
+``requestState`` tokens (both codec modes, at any time around their lifetime), random
+messages into the app, random ``inputResponses`` into the engine, random results into the
+client flow, and the transcript's view of any message. Each may only answer with its one
+typed error (or a well-formed reply); a sealed state opens to exactly its payload."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,10 +27,17 @@ FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
 
 _PRNG = Prng(4)
 RING = KeyRing({"k1": _PRNG.bytes(32), "k2": _PRNG.bytes(32)}, active="k2")
-CODEC = StateCodec(RING, audience="mrtr-sim", nonce=_PRNG.bytes, ttl=30.0, skew=2.0,
+TTL, SKEW, ISSUED = 30.0, 2.0, 100.0
+CODEC = StateCodec(RING, audience="mrtr-sim", nonce=_PRNG.bytes, ttl=TTL, skew=SKEW,
                    max_bytes=4096)
+# Both modes a server may configure: each is a decoder a peer reaches.
+CODECS = {"aead": CODEC,
+          "hmac": StateCodec(RING, audience="mrtr-sim", nonce=_PRNG.bytes, mode="hmac",
+                             ttl=TTL, skew=SKEW, max_bytes=4096)}
 BINDING = Binding(method="tools/call", target="deploy", arguments_digest="d", principal="ann")
-VALID = CODEC.seal({"n": 1, "q": {}}, BINDING, 100.0)
+PAYLOAD = {"n": 1, "q": {}}
+VALIDS = {mode: codec.seal(PAYLOAD, BINDING, ISSUED) for mode, codec in CODECS.items()}
+VALID = VALIDS["aead"]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
@@ -36,32 +46,91 @@ json_values = st.recursive(
     max_leaves=20,
 )
 
-B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-tokens = st.one_of(
-    st.text(max_size=200),
-    st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
-    st.builds(lambda kid, body: f"v1.{kid}.{body}", st.sampled_from(["k1", "k2", "k3", ""]),
-              st.text(alphabet=B64, max_size=300)),
-    st.builds(lambda i, c: VALID[:i] + c + VALID[i + 1 :],
-              st.integers(0, len(VALID) - 1), st.sampled_from([*B64, ".", "=", "é"])),
-    st.builds(lambda n: VALID[:n], st.integers(0, len(VALID) - 1)),
-    json_values,
+B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _non_canonical(token: str, flip: int) -> str:
+    """``token`` with unused low bits of its last base64 character set: the same bytes to a
+    lax decoder, another text to the codec (which must refuse it)."""
+    body = token.rstrip("=")
+    pad = len(token) - len(body)
+    unused = {1: 0x03, 2: 0x0F}.get(pad, 0)
+    if not unused:
+        return token[:-1]  # no padding, so no unused bits: drop a character instead
+    last = B64[B64.index(body[-1]) ^ (flip % unused + 1)]
+    return body[:-1] + last + "=" * pad
+
+
+def tokens(valid: str) -> st.SearchStrategy[Any]:
+    """Anything a peer might send as ``requestState``, mostly near the one valid token."""
+    def changed(at: st.SearchStrategy[int]) -> st.SearchStrategy[str]:
+        return st.builds(lambda i, c: valid[:i] + c + valid[i + 1 :],
+                         at, st.sampled_from([*B64, "-", "_", ".", "=", "é"]))
+
+    return st.one_of(
+        changed(st.integers(0, len(valid) - 1)),
+        changed(st.integers(len(valid) - 24, len(valid) - 1)),  # the tag (MAC) is at the end
+        st.builds(lambda n: valid[:n], st.integers(0, len(valid) - 1)),
+        st.builds(_non_canonical, st.just(valid), st.integers(0, 15)),
+        st.builds(lambda kid, body: f"{valid.split('.')[0]}.{kid}.{body}",
+                  st.sampled_from(["k1", "k2", "k3", ""]), st.text(alphabet=B64, max_size=300)),
+        st.text(max_size=200),
+        st.binary(max_size=200).map(lambda b: b.decode("latin-1")),
+        json_values,
+    )
+
+
+# Mostly moments around the token's lifetime and its edges (issued - skew, exp + skew).
+moments = st.one_of(
+    st.floats(ISSUED - 2 * SKEW, ISSUED + TTL + 2 * SKEW),
+    st.sampled_from([ISSUED - SKEW, ISSUED - SKEW - 1e-9, ISSUED + TTL + SKEW,
+                     ISSUED + TTL + SKEW - 1e-9]),
+    st.floats(min_value=0, max_value=1e6),
 )
 
 
+@pytest.mark.parametrize("mode", sorted(CODECS))
 @FUZZ
-@given(token=tokens, now=st.floats(min_value=0, max_value=1e6))
+@given(data=st.data(), now=moments)
 def test_state_open_refuses_anything_but_a_valid_token_with_state_rejected(
-    token: Any, now: float
+    mode: str, data: st.DataObject, now: float
 ) -> None:
+    codec, valid = CODECS[mode], VALIDS[mode]
+    token = data.draw(st.one_of(st.just(valid), tokens(valid)), label="token")
     try:
-        opened = CODEC.open(token, BINDING, now)
+        opened = codec.open(token, BINDING, now)
     except StateRejectedError as exc:
         assert exc.code == -32602
         assert exc.to_error_object()["message"] == "Invalid or expired requestState"
         return
-    assert token == VALID  # only the token we sealed opens
-    assert opened.payload == {"n": 1, "q": {}}
+    assert token == valid  # only the token we sealed opens, byte for byte
+    assert opened.issued_at - SKEW <= now < opened.expires_at + SKEW  # and only in its time
+    assert opened.payload == PAYLOAD
+
+
+# Payloads within each JSON profile the codec writes (orjson, and the standard library for
+# integers beyond 64 bits, lone surrogates and deep nesting).
+payload_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-(2**80), 2**80)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=20,
+)
+
+
+@pytest.mark.parametrize("mode", sorted(CODECS))
+@FUZZ
+@given(payload=st.dictionaries(st.text(max_size=8), payload_values, max_size=5),
+       now=st.floats(0, 1e9), later=st.floats(0, TTL + SKEW, exclude_max=True))
+def test_state_seal_then_open_gives_the_payload_back_exactly(
+    mode: str, payload: dict[str, Any], now: float, later: float
+) -> None:
+    codec = CODECS[mode]
+    opened = codec.open(codec.seal(payload, BINDING, now), BINDING, now + later)
+    # json.dumps tells apart what == does not: True from 1, 1.0 from 1, key order.
+    assert json.dumps(opened.payload) == json.dumps(payload)
+    assert (opened.issued_at, opened.expires_at) == (now, now + TTL)
 
 
 def _app() -> Any:
@@ -86,7 +155,7 @@ messages = st.one_of(
                 "uri": st.one_of(st.just("sim://report/op-1"), json_values),
                 "arguments": st.one_of(st.just({"op": "op-1"}), json_values),
                 "inputResponses": json_values,
-                "requestState": st.one_of(tokens, st.just(VALID)),
+                "requestState": st.one_of(tokens(VALID), st.just(VALID)),
             })),
     }),
 )

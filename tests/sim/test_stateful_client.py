@@ -54,6 +54,7 @@ _QUESTIONS = {
     "unknown": lambda key: {"method": "weird/kind", "params": {}},
 }
 
+COMPLETE = {"jsonrpc": "2.0", "result": {"resultType": "complete", "content": []}}
 GARBAGE = [
     {"jsonrpc": "2.0"},
     {"jsonrpc": "2.0", "result": {"resultType": "input_required"}},
@@ -73,8 +74,12 @@ class ClientFlowMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.now = 0.0
-        self.ids_seen: set[Any] = set()
+        self.ids_seen: set[Any] = set()  # across every flow: ids come from one connection
         self.next = 0
+        self._begin()
+
+    def _begin(self) -> None:
+        """Start a new flow on the same connection and clock."""
         self.flow = ClientFlow(
             "tools/call", {"name": "deploy", "arguments": {"op": "op-1"}},
             meta=RequestMeta(client_capabilities=FULL_CAPABILITIES), handled_kinds=KINDS,
@@ -156,15 +161,12 @@ class ClientFlowMachine(RuleBasedStateMachine):
         self.asked = ()
         self._respond({"resultType": "input_required", "requestState": self.last_state})
 
+    # One rule for every answer that ends the flow, so most steps carry a flow further
+    # (rules are drawn alike) and retries, pacing and round limits are reached.
     @precondition(lambda self: self.flow.state is FlowState.AWAITING_RESPONSE)
-    @rule()
-    def server_completes(self) -> None:
-        self._respond({"resultType": "complete", "content": []})
-
-    @precondition(lambda self: self.flow.state is FlowState.AWAITING_RESPONSE)
-    @rule(garbage=st.sampled_from(GARBAGE))
-    def server_sends_garbage(self, garbage: dict[str, Any]) -> None:
-        self._respond(message=garbage)
+    @rule(answer=st.sampled_from([COMPLETE, *GARBAGE]))
+    def server_completes_or_sends_garbage(self, answer: dict[str, Any]) -> None:
+        self._respond(message=answer)
 
     @precondition(lambda self: bool(self.running))
     @rule(data=st.data())
@@ -193,6 +195,11 @@ class ClientFlowMachine(RuleBasedStateMachine):
     @rule()
     def caller_cancels(self) -> None:
         self._take(self.flow.handle(CancelRequested(), self.now))
+
+    @precondition(lambda self: self.flow.done)
+    @rule()
+    def start_another_flow(self) -> None:
+        self._begin()
 
     @precondition(lambda self: self.flow.done)
     @rule()

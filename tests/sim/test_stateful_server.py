@@ -61,6 +61,7 @@ class ServerMachine(RuleBasedStateMachine):
         self.now = 1000.0
         self.count = 0
         self.next_id = 0
+        self.issued: dict[str, float] = {}  # requestState -> when the server sealed it
 
     # --- driving --------------------------------------------------------------------------
 
@@ -88,6 +89,8 @@ class ServerMachine(RuleBasedStateMachine):
         if result.get("resultType") == "input_required":
             op.pending = result
             op.pending_at = self.now
+            if "requestState" in result:
+                self.issued[result["requestState"]] = self.now
             return
         op.pending = None
         op.done = True
@@ -113,10 +116,14 @@ class ServerMachine(RuleBasedStateMachine):
         self._take(op, params, self._send(op, params))
         return op
 
-    @rule(op=ops)
-    def answer_honestly(self, op: _Op) -> None:
+    # Honest answers are sent at once, or after a wait that lands just inside the state's
+    # lifetime or exactly on its end (exp + skew, from which on it is refused).
+    @rule(op=ops, wait=st.sampled_from([None, None, TTL + SKEW - 0.5, TTL + SKEW]))
+    def answer_honestly(self, op: _Op, wait: float | None) -> None:
         if op.pending is None:
             return
+        if wait is not None:
+            self.now = max(self.now, op.pending_at + wait)
         asks = op.pending.get("inputRequests") or {}
         answers = {
             key: unstructure(self.workload.answer(op.operation, key,
@@ -135,47 +142,54 @@ class ServerMachine(RuleBasedStateMachine):
         op.answers.update(answers)
         self._take(op, params, answer)
 
-    @rule(op=ops, data=st.data())
-    def replay_an_old_request(self, op: _Op, data: st.DataObject) -> None:
-        if not op.sent:
+    @rule(op=ops, data=st.data(), late=st.booleans())
+    def replay_an_old_request(self, op: _Op, data: st.DataObject, late: bool) -> None:
+        """Send a request already answered again; ``late``: once its state is past expiry
+        but still within the skew, when the codec still opens it (and another instance's
+        clock may lag by skew), so a single-use token must still be remembered (S12)."""
+        # Requests that carried a state (the ones S12 is about) when there are any.
+        sent = [params for params in op.sent if "requestState" in params and (
+            not late or self.now <= self.issued[params["requestState"]] + TTL + SKEW / 2
+        )] or ([] if late else op.sent)
+        if not sent:
             return
-        params = data.draw(st.sampled_from(op.sent))
+        params = data.draw(st.sampled_from(sent))
+        if late:
+            self.now = max(self.now, self.issued[params["requestState"]] + TTL + SKEW / 2)
         answer = self._send(op, copy.deepcopy(params))
         if "requestState" in params and op.operation.single_use:
             assert self._refused(answer), "S12: a single-use state is redeemed once"
 
-    @rule(op=ops, other=ops)
-    def swap_state_into_another_operation(self, op: _Op, other: _Op) -> None:
-        if other.pending is None or op is other:
-            return
-        params = self._params(op, requestState=other.pending["requestState"])
-        assert self._refused(self._send(op, params)), "S11c: state is bound to its request"
-
-    @rule(op=ops, seed=st.integers(0, 2**32))
-    def tamper_with_state(self, op: _Op, seed: int) -> None:
+    # The hostile requests are one rule, so honest steps are drawn as often as any attack
+    # and operations get deep enough for the attacks to matter.
+    @rule(op=ops, other=ops, seed=st.integers(0, 2**32),
+          how=st.sampled_from(["swap", "tamper", "principal", "malformed"]))
+    def send_a_hostile_request(self, op: _Op, other: _Op, seed: int, how: str) -> None:
         if op.pending is None:
             return
-        bad = tamper(op.pending["requestState"], Prng(seed))
-        assert self._refused(self._send(op, self._params(op, requestState=bad))), "S10"
+        state = op.pending["requestState"]
+        principal = None
+        if how == "swap":
+            if other.pending is None or op is other:
+                return
+            params, rule = self._params(op, requestState=other.pending["requestState"]), "S11c"
+        elif how == "tamper":
+            params, rule = self._params(op, requestState=tamper(state, Prng(seed))), "S10"
+        elif how == "principal":
+            params, rule = self._params(op, requestState=state), "S11a"
+            principal = f"{op.principal}-intruder"
+        else:
+            keys = list(op.pending.get("inputRequests") or {})
+            params = self._params(op, requestState=state,
+                                  inputResponses=malformed_answers(keys, Prng(seed)))
+            rule = "S13"
+        answer = self._send(op, params, principal=principal)
+        assert self._refused(answer), f"{rule}: {how} must be refused"
 
-    @rule(op=ops)
-    def use_state_as_another_principal(self, op: _Op) -> None:
-        if op.pending is None:
-            return
-        params = self._params(op, requestState=op.pending["requestState"])
-        answer = self._send(op, params, principal=f"{op.principal}-intruder")
-        assert self._refused(answer), "S11a: state is bound to its principal"
-
-    @rule(op=ops, seed=st.integers(0, 2**32))
-    def send_malformed_answers(self, op: _Op, seed: int) -> None:
-        if op.pending is None:
-            return
-        keys = list(op.pending.get("inputRequests") or {})
-        params = self._params(op, requestState=op.pending["requestState"],
-                              inputResponses=malformed_answers(keys, Prng(seed)))
-        assert self._refused(self._send(op, params)), "S13: malformed answers are refused"
-
-    @rule(dt=st.sampled_from([0.5, 5.0, 20.0, TTL + SKEW + 1.0]))
+    # Steps that land a state just inside its lifetime (accepted until exp + skew), exactly
+    # on its edge (refused from exp + skew on) and past it; between exp and exp + skew the
+    # replay guard must still remember a single-use token.
+    @rule(dt=st.sampled_from([0.5, 5.0, TTL + SKEW - 0.5, TTL + SKEW, TTL + SKEW + 1.0]))
     def time_passes(self, dt: float) -> None:
         self.now += dt
 
