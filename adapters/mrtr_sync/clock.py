@@ -16,7 +16,13 @@ from typing import Any, Protocol
 
 from mrtr_sync.threads import leave_signals_to_main_thread
 
-__all__ = ["Clock", "SystemClock"]
+__all__ = ["SIGNAL_CHECK_S", "Clock", "SystemClock"]
+
+SIGNAL_CHECK_S = 0.2
+"""Longest a :class:`SystemClock` wait blocks at once. CPython runs a signal's handler in the
+main thread between bytecodes: a Ctrl-C that lands just before the thread blocks on a lock
+is only acted on when the thread wakes, and a wait for a person's answer may never end by
+itself. Waking this often bounds how long such a Ctrl-C goes unnoticed."""
 
 
 class Clock(Protocol):
@@ -68,18 +74,23 @@ class SystemClock:
         )
 
     def wait(self, futures: Collection[Future[Any]], deadline: float | None) -> None:
-        """``concurrent.futures.wait(..., return_when=FIRST_COMPLETED)`` until ``deadline``."""
-        timeout = None if deadline is None else max(0.0, deadline - self.now())
-        if len(futures) == 1:
-            # One handler (the usual round): wait on its own condition, without the
-            # waiter objects concurrent.futures.wait installs on every future.
-            (future,) = futures
-            with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
-                future.exception(timeout)
-            return
-        concurrent.futures.wait(
-            futures, timeout=timeout, return_when=concurrent.futures.FIRST_COMPLETED
-        )
+        """``concurrent.futures.wait(..., return_when=FIRST_COMPLETED)`` until ``deadline``,
+        waking at least every :data:`SIGNAL_CHECK_S` seconds (see there)."""
+        while True:
+            timeout = None if deadline is None else max(0.0, deadline - self.now())
+            step = SIGNAL_CHECK_S if timeout is None else min(timeout, SIGNAL_CHECK_S)
+            if len(futures) == 1:
+                # One handler (the usual round): wait on its own condition, without the
+                # waiter objects concurrent.futures.wait installs on every future.
+                (future,) = futures
+                with contextlib.suppress(TimeoutError, concurrent.futures.CancelledError):
+                    future.exception(step)
+            else:
+                concurrent.futures.wait(
+                    futures, timeout=step, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+            if (timeout is not None and timeout <= step) or any(f.done() for f in futures):
+                return
 
     def cancel(self, event: threading.Event) -> None:
         """``event.set()``."""

@@ -34,6 +34,7 @@ from mrtr_core.http import (
     HttpServerConnection,
     MessageReceived,
 )
+from mrtr_sync.clock import SIGNAL_CHECK_S
 from mrtr_sync.stdio_server import run_step
 from mrtr_sync.threads import signal_safe_thread
 
@@ -112,13 +113,18 @@ class HttpServer:
         return self
 
     def serve_forever(self) -> None:
-        """Accept connections in the calling thread until :meth:`shutdown`."""
+        """Accept connections in the calling thread until :meth:`shutdown`.
+
+        The wait for a connection wakes every
+        :data:`~mrtr_sync.clock.SIGNAL_CHECK_S` seconds: in the main thread, a SIGTERM or
+        Ctrl-C that lands just before it blocks is acted on then, not at the next connection.
+        """
         selector = selectors.DefaultSelector()
         selector.register(self._listener, selectors.EVENT_READ)
         selector.register(self._wake_r, selectors.EVENT_READ)
         try:
             while not self._stopping:
-                for key, _ in selector.select():
+                for key, _ in selector.select(SIGNAL_CHECK_S):
                     if key.fileobj is self._wake_r or self._stopping:
                         return
                     self._accept()

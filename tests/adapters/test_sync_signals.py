@@ -13,6 +13,7 @@ import io
 import json
 import os
 import random
+import selectors
 import signal
 import subprocess
 import sys
@@ -342,3 +343,89 @@ def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None
     assert calls == []
     [error] = outcome
     assert error is not None
+
+
+class _Announcing(threading.Condition):
+    """A future's condition that says when its waiter is about to block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocking = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.blocking.set()
+        return super().wait(timeout)
+
+
+def _trip_when(blocking: threading.Event) -> threading.Thread:
+    """A helper thread that marks SIGINT as tripped (``interrupt_main``: no wait is woken)
+    once ``blocking`` is set. It can only run once the main thread has blocked: the main
+    thread holds the GIL until then."""
+
+    def trip() -> None:
+        if blocking.wait(LIMIT):
+            import _thread
+
+            _thread.interrupt_main()
+
+    thread = threading.Thread(target=trip, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_ctrl_c_noted_while_the_main_thread_waits_ends_an_endless_wait() -> None:
+    """A person's form may never be answered (no handler time limit), so the client's wait
+    may never end by itself. A Ctrl-C noted while the main thread is blocked on a lock (as
+    when the signal lands just before it blocks) must still end it: ``interrupt_main``
+    marks SIGINT as tripped without waking any wait, so only a wait that wakes by itself
+    acts on it. ``LIMIT`` seconds on, the future completes: the wait then returns, which is
+    what a lost Ctrl-C looks like."""
+    future: Future[Any] = Future()
+    condition = future._condition = _Announcing()  # type: ignore[attr-defined]
+    helper = _trip_when(condition.blocking)
+    timer = threading.Timer(LIMIT, lambda: future.set_result(None))
+    timer.daemon = True
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            SystemClock().wait([future], None)
+        assert not future.done()  # the interrupt ended the wait, not the future
+    finally:
+        timer.cancel()
+        helper.join(LIMIT)
+
+
+class _AnnouncingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The server's selector, saying when it is about to wait for a connection."""
+
+    blocking = threading.Event()
+
+    def select(self, timeout: float | None = None) -> Any:
+        type(self).blocking.set()
+        return super().select(timeout)
+
+
+def test_a_signal_noted_while_the_server_waits_for_a_connection_stops_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``mrtr serve`` waits for connections in its main thread: a SIGTERM or Ctrl-C noted
+    while it blocks (landing just before) must stop it then, not at the next connection
+    (``LIMIT`` seconds on, a shutdown from a timer stands for that connection)."""
+    import mrtr_sync.http_server
+
+    _AnnouncingSelector.blocking = threading.Event()
+    monkeypatch.setattr(mrtr_sync.http_server.selectors, "DefaultSelector", _AnnouncingSelector)
+    server = HttpServer(_app([]), "127.0.0.1", 0)
+    ended: list[str] = []
+    timer = threading.Timer(LIMIT, lambda: (ended.append("timer"), server.shutdown()))
+    timer.daemon = True
+    helper = _trip_when(_AnnouncingSelector.blocking)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.serve_forever()
+        assert ended == []  # the interrupt stopped it, not the timer
+    finally:
+        timer.cancel()
+        helper.join(LIMIT)
+        server.shutdown()
