@@ -12,13 +12,19 @@ writes to stdout as a protocol error ("nothing on stdout that is not a valid MCP
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError, RemoteProtocolError
+from mrtr_core.errors import (
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+    TransportClosedError,
+)
 from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
 
 __all__ = [
@@ -337,7 +343,7 @@ W = TypeVar("W")
 """What a request in flight waits on (the runtime's event or future)."""
 
 
-class StdioTransportBase(Generic[P, W]):
+class StdioTransportBase(abc.ABC, Generic[P, W]):
     """The process and bookkeeping of a stdio client transport, less its I/O (digest §3.4).
 
     Each adapter's ``StdioTransport`` adds how it writes, waits and reads; the connection,
@@ -370,3 +376,16 @@ class StdioTransportBase(Generic[P, W]):
         """The requests in flight, by id: what each one's caller waits on."""
         self._failure: MrtrError | None = None
         """Why the transport is unusable (every later request raises a copy), if it is."""
+
+    @abc.abstractmethod
+    def _fail(self, error: MrtrError) -> None:
+        """Fail every request in flight with ``error``; the first failure is also kept for
+        every later request."""
+
+    def _fail_closed(self) -> None:
+        """(The end of ``close``.) Fail what is still in flight, and every later request,
+        with :class:`~mrtr_core.errors.TransportClosedError`: the transport was closed on
+        purpose, whatever ended the process first."""
+        closed = TransportClosedError("the transport was closed")
+        self._fail(closed)
+        self._failure = closed

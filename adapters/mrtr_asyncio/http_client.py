@@ -26,11 +26,14 @@ from mrtr_core.http import (
     NotificationAccepted,
     ResponseReceived,
     ServerDisconnectedError,
+    sent_again_safely,
 )
 
 __all__ = ["HttpTransport"]
 
 _Answer: TypeAlias = ResponseReceived | NotificationAccepted
+_BROKEN = (ConnectionResetError, BrokenPipeError)
+"""A reused connection that broke so may have been closed by the server while idle."""
 
 
 class _Connection(asyncio.Protocol):
@@ -218,18 +221,10 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                 try:
                     conn.start(conn.http.send_request(message), waiter)
                     event = await waiter
-                except ServerDisconnectedError as exc:
+                except BaseException as exc:
                     conn.abort()
-                    if retry_ok and not exc.response_started:
+                    if retry_ok and sent_again_safely(exc, conn.http, _BROKEN):
                         continue  # the server closed an idle keep-alive connection
-                    raise
-                except (ConnectionResetError, BrokenPipeError):
-                    conn.abort()
-                    if retry_ok and not conn.http.response_started:
-                        continue
-                    raise
-                except BaseException:
-                    conn.abort()
                     raise
                 if not self._closed and conn.usable():
                     conn.used = True

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError, TransportClosedError
+from mrtr_core.errors import LocalProtocolError, MrtrError
 from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
@@ -193,10 +193,7 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         self._reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
-        closed = TransportClosedError("the transport was closed")
-        self._fail(closed)  # what is still in flight
-        # Later requests: closed on purpose, whatever ended the process first.
-        self._failure = closed
+        self._fail_closed()
 
     async def __aenter__(self) -> StdioTransport:
         return self

@@ -24,13 +24,15 @@ from mrtr_core.http import (
     HttpTransportBase,
     NotificationAccepted,
     ResponseReceived,
-    ServerDisconnectedError,
+    sent_again_safely,
 )
 
 __all__ = ["HttpTransport"]
 
 JsonObject = dict[str, Any]
 _READ_SIZE = 65536
+_BROKEN = (BrokenPipeError, ConnectionResetError)
+"""A reused connection that broke so may have been closed by the server while idle."""
 
 
 class _Connection:
@@ -170,7 +172,7 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
                     self._discard(conn)
                     if conn.cut and isinstance(exc, Exception):
                         raise self._closed_error() from exc  # close() cut it off
-                    if reused and attempt == 0 and _unanswered(exc, conn):
+                    if reused and attempt == 0 and sent_again_safely(exc, conn.http, _BROKEN):
                         continue  # the server closed an idle keep-alive connection
                     raise
                 self._checkin(conn)
@@ -273,16 +275,6 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
             elif isinstance(event, ResponseReceived | NotificationAccepted):
                 return event
             # NotificationReceived: request-related notifications are not a transport's concern
-
-
-def _unanswered(exc: BaseException, conn: _Connection) -> bool:
-    """Whether ``exc`` broke ``conn`` before any byte of the answer: the server may never
-    have seen the request, which can then be sent again."""
-    if isinstance(exc, ServerDisconnectedError):
-        return not exc.response_started
-    if isinstance(exc, BrokenPipeError | ConnectionResetError):
-        return not conn.http.response_started
-    return False
 
 
 def _remaining(deadline: float | None) -> float | None:

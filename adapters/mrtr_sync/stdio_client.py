@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError, TransportClosedError
+from mrtr_core.errors import LocalProtocolError, MrtrError
 from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
@@ -172,11 +172,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             # keeps it until that process ends, and close() does not wait for it.
             with contextlib.suppress(OSError, ValueError):
                 self._stdout.close()
-        closed = TransportClosedError("the transport was closed")
-        self._fail(closed)  # what is still in flight
-        # Later requests: closed on purpose, whatever ended the process first.
-        with self._lock:
-            self._failure = closed
+        self._fail_closed()
 
     def __enter__(self) -> StdioTransport:
         return self

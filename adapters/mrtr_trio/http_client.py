@@ -23,12 +23,14 @@ from mrtr_core.http import (
     HttpClientConnection,
     NotificationAccepted,
     ResponseReceived,
-    ServerDisconnectedError,
+    sent_again_safely,
 )
 
 __all__ = ["HttpTransport"]
 
 _READ_SIZE = 65536
+_BROKEN = (trio.BrokenResourceError, ConnectionResetError, BrokenPipeError)
+"""A reused connection that broke so may have been closed by the server while idle."""
 
 
 class _Connection:
@@ -165,18 +167,10 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                 retry_ok = conn.used and attempt == 0
                 try:
                     event = await self._roundtrip(conn, message)
-                except ServerDisconnectedError as exc:
+                except BaseException as exc:
                     await conn.aclose()
-                    if retry_ok and not exc.response_started:
+                    if retry_ok and sent_again_safely(exc, conn.http, _BROKEN):
                         continue  # the server closed an idle keep-alive connection
-                    raise
-                except (trio.BrokenResourceError, ConnectionResetError, BrokenPipeError):
-                    await conn.aclose()
-                    if retry_ok and not conn.http.response_started:
-                        continue
-                    raise
-                except BaseException:
-                    await conn.aclose()
                     raise
                 if conn.http.ready and not self._closed:
                     conn.used = True

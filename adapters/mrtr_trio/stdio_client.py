@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from mrtr_core import jsonrpc
-from mrtr_core.errors import LocalProtocolError, MrtrError, TransportClosedError
+from mrtr_core.errors import LocalProtocolError, MrtrError
 from mrtr_core.jsonrpc import NEED_DATA
 from mrtr_core.stdio import (
     InputEnded,
@@ -123,10 +123,7 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
                 await self.process.wait()
             self._reader_scope.cancel()
             await self._stdout.aclose()
-        closed = TransportClosedError("the transport was closed")
-        self._fail(closed)  # what is still in flight
-        # Later requests: closed on purpose, whatever ended the process first.
-        self._failure = closed
+        self._fail_closed()
 
     # -- internals ---------------------------------------------------------------------------
 

@@ -51,7 +51,11 @@ from mrtr_core.http._server import (
     ServerEvent,
 )
 from mrtr_core.http._sse import EventStreamError, SseEvent, SseParser, encode_sse_event
-from mrtr_core.http._transport import AsyncHttpTransportBase, HttpTransportBase
+from mrtr_core.http._transport import (
+    AsyncHttpTransportBase,
+    HttpTransportBase,
+    sent_again_safely,
+)
 from mrtr_core.jsonrpc import NEED_DATA
 
 __all__ = [
@@ -96,6 +100,7 @@ __all__ = [
     "param_headers",
     "parse_url",
     "request_headers",
+    "sent_again_safely",
     "validate_param_headers",
     "validate_request_headers",
 ]

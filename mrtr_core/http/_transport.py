@@ -19,8 +19,10 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 from mrtr_core.errors import TransportClosedError
 from mrtr_core.http._client import (
     HttpClientConfig,
+    HttpClientConnection,
     NotificationAccepted,
     ResponseReceived,
+    ServerDisconnectedError,
     parse_url,
 )
 from mrtr_core.http._params import ParamHeaderRegistry
@@ -40,6 +42,19 @@ AC = TypeVar("AC", bound=_AsyncConnection)
 """The async adapters' pooled connection (it closes with ``await conn.aclose()``)."""
 T = TypeVar("T")
 """The adapter's TLS context (``ssl.SSLContext``)."""
+
+
+def sent_again_safely(
+    exc: BaseException, http: HttpClientConnection, broken: tuple[type[BaseException], ...]
+) -> bool:
+    """Whether ``exc``, raised on a reused keep-alive connection, broke it before any byte
+    of the answer came: the server closed it while idle and may never have seen the
+    request, which can be sent again on a new connection. ``broken`` are the runtime's
+    broken-connection errors (besides :class:`ServerDisconnectedError`). Once an answer
+    began, the server had the request: sending it again could run it twice."""
+    if isinstance(exc, ServerDisconnectedError):
+        return not exc.response_started
+    return isinstance(exc, broken) and not http.response_started
 
 
 class HttpTransportBase(Generic[C, T]):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import StderrLines
 from mrtr_cli.balancer import Backend, Balancer
 from mrtr_cli.keys import (
     KeyFileError,
@@ -551,33 +552,20 @@ def test_ctrl_c_during_a_call_to_a_stdio_server_says_interrupted_once() -> None:
          "--arg", "version=4", "--interactive"],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, start_new_session=True)  # its own group, which plays the terminal's
-    shown: list[str] = []
-    changed = threading.Condition()
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:  # to the end: every process that shares stderr has ended
-            with changed:
-                shown.append(line)
-                changed.notify_all()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
+    shown = StderrLines(proc)
     try:
-        with changed:  # the server sent round 1 and the person has its form on screen
-            assert changed.wait_for(lambda: any("field(s)" in line for line in shown),
-                                    START_TIMEOUT), "".join(shown)
+        # The server sent round 1 and the person has its form on screen.
+        shown.wait_for("field(s)", START_TIMEOUT)
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(START_TIMEOUT) == 130
-        reader.join(START_TIMEOUT)
-        assert not reader.is_alive()
+        assert shown.wait_for_end(START_TIMEOUT)  # the server, sharing stderr, ended too
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         assert proc.stdin is not None
         proc.stdin.close()
-    text = "".join(shown)
+    text = shown.text
     assert text.count("interrupted") == 1, text
     assert "Traceback" not in text
 

@@ -14,13 +14,13 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import StderrLines
 from mrtr_cli.keys import new_ring_data, write_ring
 from mrtr_cli.processes import ServerProcess, serve_argv
 
@@ -140,26 +140,13 @@ def test_interrupting_an_open_prompt_ends_the_command_at_once(served: str) -> No
     proc = subprocess.Popen([str(BIN / "mrtr"), "call", served, "deploy_production", "--arg",
                              "version=4", "--interactive"], cwd=ROOT, stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    shown: list[str] = []
-    changed = threading.Condition()
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            with changed:
-                shown.append(line)
-                changed.notify_all()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
+    shown = StderrLines(proc)
     try:
-        with changed:  # the first form is on screen: its handler is reading stdin
-            assert changed.wait_for(lambda: any("field(s)" in line for line in shown),
-                                    TIMEOUT), "".join(shown)
+        shown.wait_for("field(s)", TIMEOUT)  # the first form is on screen: stdin is being read
         proc.send_signal(signal.SIGINT)
         assert proc.wait(TIMEOUT) == 130
-        reader.join(TIMEOUT)
-        text = "".join(shown)
+        shown.wait_for_end(TIMEOUT)
+        text = shown.text
         assert "interrupted" in text
         assert "Fatal Python error" not in text and "Traceback" not in text
     finally:

@@ -14,7 +14,12 @@ import pytest
 from wire_helpers import call_tool
 
 from mrtr_core.app import run_inline
-from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
+from mrtr_core.errors import (
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+    TransportClosedError,
+)
 from mrtr_core.http import (
     AsyncHttpTransportBase,
     Endpoint,
@@ -24,7 +29,12 @@ from mrtr_core.http import (
     ParamHeaderRegistry,
     ResponseReceived,
 )
-from mrtr_core.stdio import DEFAULT_MAX_LINE_BYTES, StdioClientConnection, StdioTransportBase
+from mrtr_core.stdio import (
+    DEFAULT_MAX_LINE_BYTES,
+    ServerExitedError,
+    StdioClientConnection,
+    StdioTransportBase,
+)
 
 
 class _Tls:
@@ -218,10 +228,18 @@ class _Process:
         self.stdout = stdout
 
 
+class _Base(StdioTransportBase[_Process, object]):
+    """The base with the one method each runtime adds: failing what is in flight."""
+
+    def _fail(self, error: MrtrError) -> None:
+        if self._failure is None:
+            self._failure = error
+
+
 def test_stdio_base_keeps_the_process_and_its_pipes():
     stdin, stdout = object(), object()
     process = _Process(stdin, stdout)
-    base: StdioTransportBase[_Process, object] = StdioTransportBase(process, close_timeout=3.0)
+    base = _Base(process, close_timeout=3.0)
     assert base.process is process
     assert base.close_timeout == 3.0
     assert base._stdin is stdin and base._stdout is stdout
@@ -232,11 +250,11 @@ def test_stdio_base_keeps_the_process_and_its_pipes():
 @pytest.mark.parametrize("pipes", [(None, object()), (object(), None), (None, None)])
 def test_stdio_base_needs_both_pipes(pipes):
     with pytest.raises(ValueError, match="needs stdin and stdout pipes"):
-        StdioTransportBase(_Process(*pipes))
+        _Base(_Process(*pipes))
 
 
 def test_stdio_base_connection_honours_max_line_bytes():
-    base: StdioTransportBase[_Process, object] = StdioTransportBase(
+    base = _Base(
         _Process(object(), object()), max_line_bytes=64
     )
     base._conn.receive_data(
@@ -247,6 +265,13 @@ def test_stdio_base_connection_honours_max_line_bytes():
 
 
 def test_stdio_base_defaults_to_the_default_line_limit():
-    base: StdioTransportBase[_Process, object] = StdioTransportBase(_Process(object(), object()))
+    base = _Base(_Process(object(), object()))
     assert base._conn._lines.framer.max_line_bytes == DEFAULT_MAX_LINE_BYTES
     assert base.close_timeout == 2.0
+
+
+def test_stdio_base_closed_on_purpose_says_so_whatever_failed_first():
+    base = _Base(_Process(object(), object()))
+    base._fail(ServerExitedError("the server exited", returncode=0))
+    base._fail_closed()
+    assert isinstance(base._failure, TransportClosedError)
