@@ -435,7 +435,10 @@ class Context:
     def input_required(
         self, requests: Mapping[str, InputRequest] | None = None, *, state: Any = None
     ) -> InputRequired:
-        """Build the value an explicit-mode handler returns to ask by hand."""
+        """Build the value an explicit-mode handler returns to ask by hand.
+
+        One run asks one way: returning this while a :meth:`ask` question has no answer
+        (the handler caught the stop ``ask`` raises) ends the request with ``-32603``."""
         return InputRequired(dict(requests or {}), state)
 
     # --- for the engine --------------------------------------------------------------------

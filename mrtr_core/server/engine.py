@@ -478,7 +478,8 @@ class Run:
             JsonRpcError: ``-32602`` when an answer the handler asked for (under a key the
                 state did not record) did not fit its question, whatever the handler did
                 after that; ``-32603`` when a limit stops the round (rounds, input
-                requests, state size).
+                requests, state size), or when the handler returned an explicit
+                ``input_required`` while a ``ctx.ask`` question had no answer.
             BaseException: Any other exception the handler raised, re-raised as is.
         """
         if self._finished:
@@ -496,6 +497,8 @@ class Run:
             if pending and _only_pending(raised):
                 return self._engine._needs_input(self, now, _questions(pending), None)
             raise raised
+        if pending and isinstance(returned, InputRequired | InputRequiredResult):
+            raise _mixed_modes(pending)
         if isinstance(returned, InputRequired):
             return self._engine._explicit(self, now, returned.requests, returned.state)
         if isinstance(returned, InputRequiredResult):
@@ -506,6 +509,21 @@ class Run:
             # The handler swallowed InputPending: an unanswered question still ends the run.
             return self._engine._needs_input(self, now, _questions(pending), None)
         return Completed(returned, self.carried.rounds)
+
+
+def _mixed_modes(pending: Mapping[str, Any]) -> JsonRpcError:
+    """The ``-32603`` for a handler that returned an explicit ``input_required`` while a
+    question it asked with ``ctx.ask`` had no answer (it caught the stop ``ask`` raises).
+    Sending either set alone would drop the other's question without a word, and one round
+    cannot carry both modes' state."""
+    keys = sorted(pending)
+    return JsonRpcError(
+        INTERNAL_ERROR,
+        f"The handler returned an explicit input_required while {', '.join(map(repr, keys))} "
+        "asked with ctx.ask had no answer (it caught the stop ctx.ask raises): ask one way "
+        "in a run",
+        {"reason": "mixed_input_modes", "pending": keys},
+    )
 
 
 def _only_pending(raised: BaseException) -> bool:

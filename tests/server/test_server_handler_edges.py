@@ -2,7 +2,8 @@
 
 - A handler that catches the stop ``ctx.ask`` raises (a bare ``except:``) goes on without
   the answer: a ``ctx.once`` step or a ``ctx.memo`` value after that point must not run on a
-  made-up answer and be carried as done;
+  made-up answer and be carried as done, and an explicit ``input_required`` it returns then
+  is an error naming the unanswered key (sending either set alone would drop a question);
 - a question built from something that changes every round (the clock) is never answered:
   the operation runs out of rounds, and that error names the key and says why;
 - a key that is not a non-empty string is named in the error;
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -31,6 +33,7 @@ from mrtr_core.server import (
     content,
     form,
 )
+from mrtr_core.wire import InputRequiredResult
 
 # --- a swallowed stop does not let once/memo run ------------------------------------------------
 
@@ -129,6 +132,43 @@ def test_async_once_and_memo_do_not_run_after_a_swallowed_stop() -> None:
     answered = _call("deploy", {"confirm": accept(ok=True)}, _result(reply)["requestState"])
     assert _result(drive_sync(app, answered, now=T0))["structuredContent"] == [True, "plan", "done"]
     assert runs == ["amemo", "aonce"]
+
+
+def _ask_swallowing_the_stop(ctx: Context) -> None:
+    with contextlib.suppress(BaseException):  # the mistake under test
+        ctx.ask("confirm", form("Deploy?", ok=bool))
+
+
+@pytest.mark.parametrize("explicit", ["ctx.input_required", "InputRequiredResult"])
+def test_an_explicit_round_after_a_swallowed_stop_is_an_error_naming_the_pending_key(
+    rt: Runtime, explicit: str
+) -> None:
+    def handler(ctx: Context) -> Any:
+        _ask_swallowing_the_stop(ctx)
+        ticket = {"ticket": form("Ticket?", id=str)}
+        if explicit == "ctx.input_required":
+            return ctx.input_required(ticket)
+        return InputRequiredResult(input_requests=ticket)
+
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(make_engine(), tool_call("deploy"), rt.spec(handler))
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.data == {"reason": "mixed_input_modes", "pending": ["confirm"]}
+    assert "'confirm' asked with ctx.ask had no answer" in info.value.message
+
+
+def test_the_app_answers_a_mixed_round_with_an_internal_error_and_asks_nothing() -> None:
+    app = App("t", "1", codec=make_codec())
+
+    @app.tool()
+    def deploy(ctx: Context) -> Any:
+        _ask_swallowing_the_stop(ctx)
+        return ctx.input_required({"ticket": form("Ticket?", id=str)})
+
+    reply = drive_sync(app, _call("deploy"), now=T0)
+    assert reply.message["error"]["code"] == INTERNAL_ERROR
+    assert reply.message["error"]["data"]["pending"] == ["confirm"]
+    assert "result" not in reply.message
 
 
 # --- a question that changes every round -------------------------------------------------------
