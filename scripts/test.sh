@@ -27,7 +27,7 @@ bash scripts/ts_sdk.sh --install >/dev/null
 step "ruff"
 .venv/bin/ruff check .
 
-step "mypy (strict on mrtr_core)"
+step "mypy (strict on mrtr_core and the adapters)"
 .venv/bin/mypy
 
 step "pytest"

@@ -40,7 +40,7 @@ __all__ = ["HttpServer", "PrincipalOf", "serve_http"]
 PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
-_PASS_THROUGH = (*EXITS, asyncio.CancelledError)
+_PASS_THROUGH: tuple[type[BaseException], ...] = (*EXITS, asyncio.CancelledError)
 
 
 class HttpServer:

@@ -39,7 +39,7 @@ from mrtr_core.stdio import (
 __all__ = ["internal_error_reply", "run_step", "serve_stdio"]
 
 _READ_SIZE = 65536
-_PASS_THROUGH = (*drive_async.EXITS, asyncio.CancelledError)
+_PASS_THROUGH: tuple[type[BaseException], ...] = (*drive_async.EXITS, asyncio.CancelledError)
 
 
 run_step = drive_async.step_runner(_PASS_THROUGH)

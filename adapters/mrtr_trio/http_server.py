@@ -43,7 +43,9 @@ PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
 _READ_SIZE = 65536
-_PASS_THROUGH = (*EXITS, trio.Cancelled)
+# Annotated: trio.Cancelled has its own metaclass, so the inferred type would be
+# tuple[object, ...] rather than a tuple of exception classes.
+_PASS_THROUGH: tuple[type[BaseException], ...] = (*EXITS, trio.Cancelled)
 
 
 class _Stalled(Exception):

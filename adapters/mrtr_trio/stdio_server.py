@@ -37,7 +37,9 @@ from mrtr_core.stdio import (
 __all__ = ["internal_error_reply", "run_step", "serve_stdio"]
 
 _READ_SIZE = 65536
-_PASS_THROUGH = (*drive_async.EXITS, trio.Cancelled)
+# Annotated: trio.Cancelled has its own metaclass, so the inferred type would be
+# tuple[object, ...] rather than a tuple of exception classes.
+_PASS_THROUGH: tuple[type[BaseException], ...] = (*drive_async.EXITS, trio.Cancelled)
 
 
 run_step = drive_async.step_runner(_PASS_THROUGH)

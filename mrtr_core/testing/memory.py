@@ -60,5 +60,9 @@ class AsyncMemoryTransport(abc.ABC):
 
     @staticmethod
     @abc.abstractmethod
-    async def _sleep(seconds: float) -> None:
-        """The runtime's sleep (virtual time under a virtual clock)."""
+    async def _sleep(seconds: float, /) -> None:
+        """The runtime's sleep (virtual time under a virtual clock).
+
+        Positional-only: :meth:`request` passes the delay positionally, so a runtime's own
+        sleep fits whatever it names its parameter (``trio.sleep(seconds)``,
+        ``asyncio.sleep(delay)``)."""
