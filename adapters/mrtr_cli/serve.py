@@ -11,6 +11,11 @@ Each HTTP instance prints one line on stdout once it listens::
     mrtr serve: listening on http://127.0.0.1:8001/mcp (pid 4242, runtime sync, app deploy)
 
 Supervisors (the demo, the deployment test) wait for that line instead of polling the port.
+
+Logging goes to stderr (never stdout, which is the protocol's under ``--stdio``): mrtr's own
+loggers at ``--log-level`` (default INFO: a handler's traceback, the server's own failures,
+refused ``requestState``; see :mod:`mrtr_core.app.logs`), other libraries' at WARNING. An app
+that configured logging itself when its file was imported keeps its configuration.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import logging
 import os
 import queue
 import signal
@@ -40,12 +46,15 @@ __all__ = [
     "AppLoadError",
     "GuardUnavailableError",
     "add_parser",
+    "configure_logging",
     "load_app",
     "ready_line",
 ]
 
 READY_PREFIX: Final = "mrtr serve: listening on "
 RUNTIMES: Final = ("sync", "trio", "asyncio")
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s [pid %(process)d]: %(message)s"
 
 
 class AppLoadError(MrtrError):
@@ -121,7 +130,22 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--keys", metavar="FILE", help="the shared key ring (JSON; see mrtr keys new)")
     p.add_argument("--redis", metavar="URL",
                    help="Redis URL for the shared replay guard (redis://, unix://)")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="INFO", type=str.upper,
+                   help="level of mrtr's own log on stderr (default INFO: handler tracebacks, "
+                        "internal errors, refused requestState)")
     p.set_defaults(func=cmd_serve)
+
+
+def configure_logging(level: str) -> None:
+    """Log to stderr: mrtr's loggers at ``level``, other libraries' at WARNING.
+
+    Nothing changes when logging was configured already (the app did it on import).
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format=LOG_FORMAT)
+    logging.getLogger("mrtr").setLevel(level)
 
 
 def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
@@ -148,6 +172,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
             return 2
         return _supervise(args, ui)
     app = load_app(args.app)
+    configure_logging(args.log_level)
     try:
         guard = _guard(args.redis, args.runtime) if args.redis else None
     except GuardUnavailableError as exc:
@@ -215,7 +240,7 @@ def _supervise(args: argparse.Namespace, ui: Console) -> int:
     stopping = threading.Event()
     lines: queue.SimpleQueue[tuple[int, str | None]] = queue.SimpleQueue()
     base = [sys.executable, "-m", "mrtr_cli", "serve", args.app, "--host", args.host,
-            "--runtime", args.runtime]
+            "--runtime", args.runtime, "--log-level", args.log_level]
     if args.redis:
         base += ["--redis", args.redis]
 

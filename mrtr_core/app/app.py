@@ -17,6 +17,10 @@ Validation order (digest §3.5, after the transport's own parse and header check
 6. ``requestState`` and ``inputResponses`` (the engine; -32602; an answer under a key the
    state does not record is checked when the handler asks that key);
 7. the handler (a missing client capability: -32021, 400).
+
+Logging: a handler that raised, a failure of the server's own and a refused
+``requestState`` are logged on the ``mrtr.server`` loggers; the client's own mistakes are
+not. :mod:`mrtr_core.app.logs` lists the loggers, their levels and what each record holds.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from mrtr_core._memo import remember
+from mrtr_core.app import logs
 from mrtr_core.app.completion import completion_params, completion_result
 from mrtr_core.app.progress import ProgressBook
 from mrtr_core.app.registry import (
@@ -65,7 +70,7 @@ from mrtr_core.errors import (
 )
 from mrtr_core.jsonrpc import MessageError, Notification, Request, parse_request
 from mrtr_core.server import Completed, HandlerSpec, NeedsInput, ServerEngine, ServerLimits
-from mrtr_core.state import StateCodec
+from mrtr_core.state import StateCodec, StateRejectedError
 from mrtr_core.wire.converter import META_SERVER_INFO, structure_params, structure_request_meta
 from mrtr_core.wire.models import (
     CALL_TOOL,
@@ -124,6 +129,11 @@ class App:
         limits: The engine's limits (rounds, input requests per round, state size, ...).
         ttl_ms: ``ttlMs`` on ``server/discover`` and list results (caching.mdx).
         cache_scope: ``cacheScope`` on ``server/discover`` and list results.
+
+    Logging (:mod:`mrtr_core.app.logs`): a handler that raised and the server's own
+    failures at ERROR with the traceback on ``mrtr.server``; a refused ``requestState`` at
+    INFO with its reason code on ``mrtr.server.state``; the client's own mistakes and
+    successful rounds not at all. The app never configures logging.
     """
 
     def __init__(
@@ -415,14 +425,18 @@ class App:
             else:
                 outcome = step.run.finish(now, returned=returned)
         except JsonRpcError as exc:
+            if exc.code == INTERNAL_ERROR:  # a limit or the handler's mistake: the server's
+                logs.server_failed(step.method, step.target, step.request_id, exc)
             return Reply.error(step.request_id, exc, notes)
         except RemoteProtocolError as exc:
             # Something the client sent was wrong (its own JSON-RPC code, e.g. -32602).
             return Reply.error(step.request_id, JsonRpcError(exc.jsonrpc_code, str(exc)), notes)
         except MrtrError as exc:
             # The engine or the server itself (a limit, a driver mistake): not the client's.
+            logs.server_failed(step.method, step.target, step.request_id, exc)
             return Reply.error(step.request_id, JsonRpcError(INTERNAL_ERROR, str(exc)), notes)
         except Exception as exc:
+            logs.handler_failed(step.method, step.target, step.request_id, exc)
             if step.method == CALL_TOOL:
                 return Reply.result(step.request_id, self._stamp(
                     {**tool_error_result(exc), "resultType": "complete"}), notes)
@@ -436,7 +450,8 @@ class App:
             raise LocalProtocolError(f"unexpected engine outcome {outcome!r}")
         try:
             result = step._finish(outcome.value)
-        except JsonRpcError as exc:
+        except JsonRpcError as exc:  # an invalid result: the handler's mistake (-32603)
+            logs.server_failed(step.method, step.target, step.request_id, exc)
             return Reply.error(step.request_id, exc, notes)
         # A handler cannot smuggle input_required (or anything else) past the engine.
         result["resultType"] = "complete"
@@ -446,6 +461,7 @@ class App:
         """The reply when the replay guard refused ``step.run.claim`` (token already used)."""
         step.done = True
         self._progress.close(step.run.context)
+        logs.state_refused(step.method, step.target, step.request_id, "replayed")
         return Reply.error(step.request_id, step.run.replayed())
 
     # --- dispatch ------------------------------------------------------------------------
@@ -589,6 +605,8 @@ class App:
         except JsonRpcError:
             raise
         except Exception as exc:
+            target = ref.get("name") if ref["type"] == "ref/prompt" else ref.get("uri")
+            logs.handler_failed(msg.method, str(target), msg.id, exc)
             raise JsonRpcError(INTERNAL_ERROR,
                                f"completion handler failed ({type(exc).__name__})") from None
         return self._complete_result(msg.id, {"completion": completion_result(value)})
@@ -619,7 +637,11 @@ class App:
         # it). The app calls the handler itself (``call``): with the arguments it
         # validated, and ``uri`` for resources.
         spec = HandlerSpec(handler=handler, single_use=single_use, name=params.target)
-        run = self.engine.begin(params, spec, now=now, principal=principal)
+        try:
+            run = self.engine.begin(params, spec, now=now, principal=principal)
+        except StateRejectedError as exc:
+            logs.state_refused(msg.method, params.target, msg.id, exc.reason)
+            raise
         notes = self._progress.open(run.context, params.meta.progress_token)
         return RunHandler(
             run=run,

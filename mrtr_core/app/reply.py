@@ -13,6 +13,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
+from mrtr_core.app import logs
 from mrtr_core.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -77,7 +78,12 @@ def error_message(request_id: RequestId | None, error: JsonRpcError) -> JsonObje
 
 def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Reply:
     """The reply when the app itself failed (a bug): -32603 and HTTP 500, naming the
-    exception's type but not its text (which may hold anything)."""
+    exception's type but not its text (which may hold anything).
+
+    The exception and its traceback are logged on ``mrtr.server`` at ERROR first
+    (:mod:`mrtr_core.app.logs`): the client learns only the type, the operator learns why.
+    """
+    logs.internal_error(request_id, exc)
     error = JsonRpcError(INTERNAL_ERROR, f"internal error ({type(exc).__name__})")
     return Reply(message=error_message(request_id, error), status=500)
 

@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# A safety net for a step that takes a second or two: a failure that can be seen (a process
+# that exits, an error line) ends the wait at once; only a hang waits this long.
+START_TIMEOUT = 120.0
+
+
+def cli(*args: str, stdin: str = "",
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``mrtr ARGS`` in a child process; it reads ``stdin`` (never this process's stdin) and
+    runs with this process's environment plus ``env``."""
+    return subprocess.run([sys.executable, "-m", "mrtr_cli", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
+                          env={**os.environ, **(env or {})})
 
 
 class StderrLines:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import StderrLines
+from cli_helpers import ROOT, START_TIMEOUT, StderrLines, cli
 from mrtr_cli.balancer import Backend, Balancer
 from mrtr_cli.keys import (
     KeyFileError,
@@ -37,22 +37,9 @@ from mrtr_cli.serve import AppLoadError, load_app
 
 from mrtr_core.state import Binding, StateCodec, digest_arguments
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = base64.b64encode(b"k" * 32).decode()
 OTHER = base64.b64encode(b"o" * 32).decode()
 NOW = 1_800_000_000.0
-# A safety net for a step that takes a second or two: a failure that can be seen (a process
-# that exits, an error line) ends the wait at once; only a hang waits this long.
-START_TIMEOUT = 120.0
-
-
-def cli(*args: str, stdin: str = "",
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``mrtr ARGS`` in a child process; it reads ``stdin`` (never this process's stdin) and
-    runs with this process's environment plus ``env``."""
-    return subprocess.run([sys.executable, "-m", "mrtr_cli", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, text=True, timeout=START_TIMEOUT, check=False,
-                          env={**os.environ, **(env or {})})
 
 
 # --- keys ----------------------------------------------------------------------------------------
