@@ -10,6 +10,7 @@ methods over resumable handlers.
 
 from mrtr_core.app.app import REMOVED_METHODS, SUPPORTED_VERSIONS, App
 from mrtr_core.app.drive import drive_sync, run_inline, run_step_sync
+from mrtr_core.app.logs import SERVER_LOGGER, STATE_LOGGER
 from mrtr_core.app.registry import (
     CacheScope,
     PromptArgument,
@@ -29,6 +30,8 @@ from mrtr_core.app.results import (
 
 __all__ = [
     "REMOVED_METHODS",
+    "SERVER_LOGGER",
+    "STATE_LOGGER",
     "SUPPORTED_VERSIONS",
     "App",
     "CacheScope",
