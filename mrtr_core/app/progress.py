@@ -56,7 +56,10 @@ class ProgressBook:
             LocalProtocolError: ``ctx`` belongs to no running handler.
             ValueError: ``progress`` is not finite or did not increase.
         """
-        sink = self._sinks.get(ctx)
+        try:
+            sink = self._sinks.get(ctx)
+        except TypeError:  # not weak-referenceable (None, a str, a list): no context
+            sink = None
         if sink is None:
             raise LocalProtocolError("ctx is not the context of a running handler of this app")
         if isinstance(progress, bool) or not (

@@ -687,6 +687,14 @@ def test_progress_outside_a_running_handler_is_refused(app: App) -> None:
         app.report_progress(step.run.context, 1)
 
 
+@pytest.mark.parametrize("ctx", [None, "ctx", 3, ["a list"], {"a": "dict"}])
+def test_progress_for_something_that_is_no_context_is_refused_the_same_way(
+    app: App, ctx: object
+) -> None:
+    with pytest.raises(LocalProtocolError, match="not the context of a running handler"):
+        app.report_progress(ctx, 1)
+
+
 # --- the step protocol ---------------------------------------------------------------------------
 
 
