@@ -212,10 +212,12 @@ class ClientSide(RunState):
         client = flow.client
         request_id = command.request_id
         message = command.message
-        if request_id in client.used:
+        if request_id in client.handed:
+            client.handed.remove(request_id)
+        else:
             self._violate(inv.FRESH_IDS, flow.op,
-                          f"request id {request_id!r} was used before on {client.principal}")
-        client.used.add(request_id)
+                          f"request id {request_id!r} was used before on {client.principal} "
+                          f"(or never handed out)")
         params = message.get("params") or {}
         state = params.get("requestState")
         if flow.legs and state != flow.expected_state:

@@ -73,8 +73,7 @@ class ProbeSide(RunState):
     def _send_probe_now(self, item: tuple[Flow, str, str, JsonObject, str, Prng]) -> None:
         flow, kind, method, params, principal, net = item
         client = flow.client
-        request_id = client.next_id()
-        client.used.add(request_id)
+        request_id = client.probe_id()
         message: JsonObject = {"jsonrpc": "2.0", "id": request_id, "method": method,
                                "params": params}
         self.counters.probes += 1

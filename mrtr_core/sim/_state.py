@@ -52,18 +52,30 @@ _HALF: Final = 1.0 / 4294967296.0
 
 
 class Client:
-    """One client connection: a principal, an id counter, and routing of responses by id."""
+    """One client connection: a principal, an id counter, and routing of responses by id.
 
-    __slots__ = ("index", "next", "pending", "principal", "used")
+    ``handed`` holds the ids :meth:`next_id` gave the client flows that no request has
+    carried yet. A request whose id is not there reuses an id or made one up: the fresh-ids
+    invariant needs no register of every id ever sent, so a long run's memory stays flat.
+    """
+
+    __slots__ = ("handed", "index", "next", "pending", "principal")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.principal = f"user-{index}"
         self.next = 0
         self.pending: dict[RequestId, Flow] = {}
-        self.used: set[RequestId] = set()
+        self.handed: set[RequestId] = set()
 
     def next_id(self) -> RequestId:
+        """A new id for a client flow (recorded as handed out)."""
+        request_id = self.probe_id()
+        self.handed.add(request_id)
+        return request_id
+
+    def probe_id(self) -> RequestId:
+        """A new id the simulator's own probes use (never one a flow may send)."""
         self.next += 1
         return f"c{self.index}-{self.next}"
 

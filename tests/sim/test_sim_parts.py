@@ -14,6 +14,7 @@ from mrtr_core.sim import (
     RandomBalancer,
     RoundRobin,
     Scheduler,
+    Simulation,
 )
 from mrtr_core.sim.balancer import make_balancer
 from mrtr_core.sim.hostile import malformed_answers, tamper
@@ -296,3 +297,15 @@ def test_a_legs_binding_is_the_canonical_binding_of_its_message() -> None:
     resource = {"method": "resources/read", "params": {"uri": "sim://x"}}
     assert binding_of(resource, "u") == json.dumps(["resources/read", "sim://x", {}, "u"],
                                                    sort_keys=True, separators=(",", ":"))
+
+
+def test_a_long_run_keeps_no_register_of_every_id_sent() -> None:
+    # Fresh ids are checked against the ids handed to flows and not sent yet, so what the
+    # clients hold stays as small as what is outstanding, not one entry per request ever sent.
+    from mrtr_core.sim._run import Run
+
+    run = Run(Simulation(5, flows=400))
+    report = run.execute()
+    assert report.ok, report.summary()
+    assert report.counters.legs > 400
+    assert [len(client.handed) for client in run.clients] == [0] * len(run.clients)
