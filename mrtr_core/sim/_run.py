@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mrtr_core.sim import invariants as inv
@@ -70,14 +71,27 @@ class Run(ClientSide, ServerSide, ProbeSide):
                                                 self.root.fork("balancer"))
         self.clients = [Client(i) for i in range(sim.clients)]
         self.single_use_targets: set[tuple[str, str]] = set()
+        self._starts: Iterator[int] = iter(())
+
+    def _schedule_next_start(self) -> None:
+        index = next(self._starts, None)
+        if index is not None:
+            start_prng = self.root.fork(f"start-{index}")
+            at = (index + start_prng.random()) * self.timing.interarrival
+            self.sched.at(at, self._start_then_schedule_next, index)
+
+    def _start_then_schedule_next(self, index: int) -> None:
+        self._schedule_next_start()
+        self._start(index)
 
     def execute(self) -> Report:
         sim = self.sim
         indexes = sim.select if sim.select is not None else range(sim.flows)
-        for index in indexes:
-            start_prng = self.root.fork(f"start-{index}")
-            at = (index + start_prng.random()) * self.timing.interarrival
-            self.sched.at(at, self._start, index)
+        # One start waits in the queue at a time, each scheduling the next: a campaign's
+        # memory does not grow with its flow count. Flow i starts in
+        # [i, i + 1) * interarrival, so index order is start order.
+        self._starts = iter(sorted(indexes))
+        self._schedule_next_start()
         count = len(indexes)
         budget = sim.max_events if sim.max_events is not None else 400 * count + 10_000
         try:

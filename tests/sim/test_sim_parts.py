@@ -309,3 +309,23 @@ def test_a_long_run_keeps_no_register_of_every_id_sent() -> None:
     assert report.ok, report.summary()
     assert report.counters.legs > 400
     assert [len(client.handed) for client in run.clients] == [0] * len(run.clients)
+
+
+def test_the_event_queue_does_not_hold_every_flow_start_up_front() -> None:
+    # Each start schedules the next, so the queue holds one start, not one per flow of the
+    # campaign (a million-flow run held a million starts from its first event).
+    from mrtr_core.sim._run import Run
+
+    run = Run(Simulation(5, flows=500))
+    waiting: list[int] = []
+    start = run._start
+
+    def recording(index: int) -> None:
+        # Every queued event is (time, seq, action, argument); a start's argument is an int.
+        waiting.append(sum(type(argument) is int for *_, argument in run.sched._heap))
+        start(index)
+
+    run._start = recording  # type: ignore[method-assign]
+    assert run.execute().ok
+    assert len(waiting) == 500
+    assert max(waiting) == 1
