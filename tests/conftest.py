@@ -3,9 +3,10 @@ the Hypothesis profile every property test runs under."""
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,12 @@ def free_ports() -> Callable[..., int]:
     below the ephemeral range (for servers told their port by number: nginx, ``serve
     --workers``)."""
     return _consecutive_free_ports
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_after_each_test() -> Iterator[None]:
+    """Collect the garbage a test left in reference cycles as the test ends, so a file, socket
+    or pipe in it that was never closed fails this test (pyproject.toml turns ResourceWarning
+    into an error), not whichever later test the collector happens to run in."""
+    yield
+    gc.collect()

@@ -16,6 +16,7 @@ names is still there to read.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -87,31 +88,34 @@ def run_demo(out: Console, *, interactive: bool = False, version: str = "1.4.2",
                    style="bold"))
     folder = Path(tempfile.mkdtemp(prefix="mrtr-demo-"))
     ring = folder / "ring.json"
-    instances: list[ServerProcess] = []
     status = EXIT_FAILED
     try:
-        write_ring(ring, new_ring_data("demo"))
-        for name in NAMES:
-            instances.append(ServerProcess(name, serve_argv(app, runtime=runtime, keys=ring),
-                                           log=folder / f"instance-{name}.log"))
-        urls = [instance.wait_ready(timeout) for instance in instances]
-        for instance, url in zip(instances, urls, strict=True):
-            out.print(f"  instance {instance.name}  {url}  (pid {instance.pid})")
-        backends = []
-        for instance, url in zip(instances, urls, strict=True):
-            parts = urlsplit(url)
-            backends.append(Backend(instance.name, parts.hostname or "127.0.0.1",
-                                    parts.port or 80))
-        path = urlsplit(urls[0]).path or "/"
-        with Balancer(backends, on_hop=lambda hop: _print_hop(out, hop)) as balancer:
-            out.print(f"  balancer    {balancer.url}{path}  (round robin: "
-                      f"{', '.join(NAMES)}, {NAMES[0]}, ...)")
-            out.print("  key ring    one fresh key, shared by both instances only\n")
-            status = _call(out, balancer, f"{balancer.url}{path}", version, interactive)
-            return status
+        # Each instance is stopped, and its log file closed, on every way out, even when
+        # stopping another one is interrupted; only then are the logs removed or kept.
+        with contextlib.ExitStack() as running:
+            write_ring(ring, new_ring_data("demo"))
+            instances = [
+                running.enter_context(ServerProcess(
+                    name, serve_argv(app, runtime=runtime, keys=ring),
+                    log=folder / f"instance-{name}.log"))
+                for name in NAMES
+            ]
+            urls = [instance.wait_ready(timeout) for instance in instances]
+            for instance, url in zip(instances, urls, strict=True):
+                out.print(f"  instance {instance.name}  {url}  (pid {instance.pid})")
+            backends = []
+            for instance, url in zip(instances, urls, strict=True):
+                parts = urlsplit(url)
+                backends.append(Backend(instance.name, parts.hostname or "127.0.0.1",
+                                        parts.port or 80))
+            path = urlsplit(urls[0]).path or "/"
+            with Balancer(backends, on_hop=lambda hop: _print_hop(out, hop)) as balancer:
+                out.print(f"  balancer    {balancer.url}{path}  (round robin: "
+                          f"{', '.join(NAMES)}, {NAMES[0]}, ...)")
+                out.print("  key ring    one fresh key, shared by both instances only\n")
+                status = _call(out, balancer, f"{balancer.url}{path}", version, interactive)
+                return status
     finally:
-        for instance in instances:
-            instance.stop()
         _clean_up(out, folder, ring, keep_logs=status != EXIT_OK)
 
 

@@ -53,6 +53,8 @@ class ServerProcess:
         argv: Its command line (see :func:`serve_argv`).
         log: File that receives its stderr.
         env: Its environment (default: this process's).
+
+    As a context manager, it is stopped (:meth:`stop`) on the way out.
     """
 
     def __init__(self, name: str, argv: Sequence[str], *, log: Path,
@@ -65,12 +67,23 @@ class ServerProcess:
         self._changed = threading.Condition()
         self._ended = False
         self._log_file: IO[bytes] = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._log_file,
-            env=dict(env) if env is not None else None, cwd=cwd, text=True, errors="replace",
-        )
+        try:
+            self.proc = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=self._log_file, env=dict(env) if env is not None else None, cwd=cwd,
+                text=True, errors="replace",
+            )
+        except BaseException:
+            self._log_file.close()
+            raise
         self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
         self._reader.start()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     @property
     def pid(self) -> int:
@@ -90,6 +103,7 @@ class ServerProcess:
                         self.url = self.url or match.group(1)
                     self._changed.notify_all()
         finally:
+            self.proc.stdout.close()
             with self._changed:
                 self._ended = True  # end of output: it exited (or cannot be read)
                 self._changed.notify_all()
@@ -140,14 +154,20 @@ class ServerProcess:
         self.proc.wait()
 
     def stop(self, timeout: float = 10.0) -> int:
-        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._reader.join(timeout)
-        self._log_file.close()
+        """SIGTERM, then SIGKILL after ``timeout``; returns the exit status.
+
+        Closes its log file on every path out (an interrupt while waiting too); the reader
+        closes the pipe from its stdout at the end of the output.
+        """
+        try:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            self._reader.join(timeout)
+        finally:
+            self._log_file.close()
         return int(self.proc.returncode)

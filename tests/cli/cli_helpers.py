@@ -36,10 +36,11 @@ class StderrLines:
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self._stream:
-            with self._changed:
-                self._lines.append(line)
-                self._changed.notify_all()
+        with self._stream:  # closed at its end, which every reader waits for
+            for line in self._stream:
+                with self._changed:
+                    self._lines.append(line)
+                    self._changed.notify_all()
 
     @property
     def text(self) -> str:

@@ -384,6 +384,42 @@ def test_a_failed_demo_keeps_the_log_its_message_names(
     assert sorted(p.name for p in log.parent.iterdir()) == ["instance-A.log", "instance-B.log"]
 
 
+def test_a_stopped_instance_leaves_neither_its_pipe_nor_its_log_open(tmp_path: Path) -> None:
+    # An instance that exits before listening, as the failed demo's do: once stopped, the
+    # pipe from its stdout and its log file are closed, not left to the garbage collector.
+    argv = [sys.executable, "-c", "import sys; sys.exit('no app here')"]
+    instance = ServerProcess("exits", argv, log=tmp_path / "exits.log")
+    try:
+        with pytest.raises(InstanceError, match="no app here"):
+            instance.wait_ready(START_TIMEOUT)
+    finally:
+        instance.stop()
+    assert instance.proc.stdout is not None and instance.proc.stdout.closed
+    assert instance._log_file.closed
+
+
+def test_a_failed_demo_stops_its_instances_and_closes_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mrtr_cli.demo
+
+    started: list[ServerProcess] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> ServerProcess:
+        started.append(ServerProcess(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(mrtr_cli.demo, "ServerProcess", recorded)
+    missing = tmp_path / "missing.py"
+    assert main(["demo", "--app", f"{missing}:app", "--timeout", str(START_TIMEOUT)]) == 1
+    assert [instance.name for instance in started] == ["A", "B"]
+    for instance in started:
+        assert instance.proc.returncode is not None
+        assert instance.proc.stdout is not None and instance.proc.stdout.closed
+        assert instance._log_file.closed
+
+
 def test_prompt_and_read_commands_against_a_served_factory(tmp_path: Path) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"mood": {"mood": "sad"}, "pin": {"pin": 7}}))

@@ -58,6 +58,7 @@ class Watched:
                     self.lines.append(line.rstrip("\n"))
                     self._changed.notify_all()
         finally:
+            source.close()  # type: ignore[attr-defined]  # end of output: the pipe is done
             with self._changed:
                 self._ended = True
                 self._changed.notify_all()

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,13 +195,15 @@ class Runtime:
 
         return asyncio.run(asyncio_main())
 
-    def redis_guard(self, port: int) -> Any:
-        """A replay guard on the Redis at ``port``, of this runtime's kind."""
-        if self.name == "sync":
-            return RedisReplayGuard(redis.Redis(host="127.0.0.1", port=port))
-        if self.name == "trio":
-            return TrioRedisReplayGuard(redis.Redis(host="127.0.0.1", port=port))
-        return RedisPort(port)  # the asyncio client is made inside each event loop
+    @contextlib.contextmanager
+    def redis_guard(self, port: int) -> Iterator[Any]:
+        """A replay guard on the Redis at ``port``, of this runtime's kind; its client is
+        closed on the way out (the guard does not own it)."""
+        if self.name == "asyncio":
+            yield RedisPort(port)  # the asyncio client is made inside each event loop
+            return
+        with redis.Redis(host="127.0.0.1", port=port) as client:
+            yield (RedisReplayGuard if self.name == "sync" else TrioRedisReplayGuard)(client)
 
 
 class RedisPort:

@@ -73,31 +73,30 @@ def test_replay_is_refused_on_every_instance_through_real_redis(
     spec = rt.spec(counted, single_use=True)
     ring = KeyRing({"k1": KEY1}, active="k1")
     instance_a, instance_b = make_engine(ring, seed=1), make_engine(ring, seed=2)
-    guard_a, guard_b = rt.redis_guard(redis_port), rt.redis_guard(redis_port)
+    with rt.redis_guard(redis_port) as guard_a, rt.redis_guard(redis_port) as guard_b:
+        first = tool_call("ship")
+        r1 = rt.call(instance_a, first, spec, guard=guard_a)
+        assert isinstance(r1, NeedsInput)
+        second = retry(first, r1, {"confirm": accept(ok=True)})
+        r2 = rt.call(instance_b, second, spec, guard=guard_b, now=T0 + 1)
+        assert isinstance(r2, NeedsInput)
+        assert runs["n"] == 2
 
-    first = tool_call("ship")
-    r1 = rt.call(instance_a, first, spec, guard=guard_a)
-    assert isinstance(r1, NeedsInput)
-    second = retry(first, r1, {"confirm": accept(ok=True)})
-    r2 = rt.call(instance_b, second, spec, guard=guard_b, now=T0 + 1)
-    assert isinstance(r2, NeedsInput)
-    assert runs["n"] == 2
+        # The same token again, on either instance: refused, handler not run.
+        for engine, guard in ((instance_a, guard_a), (instance_b, guard_b)):
+            with pytest.raises(StateRejectedError) as info:
+                rt.call(engine, second, spec, guard=guard, now=T0 + 2)
+            assert info.value.reason == "replayed"
+            assert info.value.to_error_object()["code"] == -32602
+        assert runs["n"] == 2
 
-    # The same token again, on either instance: refused, handler not run.
-    for engine, guard in ((instance_a, guard_a), (instance_b, guard_b)):
-        with pytest.raises(StateRejectedError) as info:
-            rt.call(engine, second, spec, guard=guard, now=T0 + 2)
-        assert info.value.reason == "replayed"
-        assert info.value.to_error_object()["code"] == -32602
-    assert runs["n"] == 2
-
-    # The fresh token from round 2 still works, once.
-    third = retry(first, r2, {"ticket": accept(id="T-9")})
-    r3 = rt.call(instance_a, third, spec, guard=guard_a, now=T0 + 3)
-    assert isinstance(r3, Completed) and r3.value == {"id": "T-9"}
-    with pytest.raises(StateRejectedError):
-        rt.call(instance_b, third, spec, guard=guard_b, now=T0 + 4)
-    assert runs["n"] == 3
+        # The fresh token from round 2 still works, once.
+        third = retry(first, r2, {"ticket": accept(id="T-9")})
+        r3 = rt.call(instance_a, third, spec, guard=guard_a, now=T0 + 3)
+        assert isinstance(r3, Completed) and r3.value == {"id": "T-9"}
+        with pytest.raises(StateRejectedError):
+            rt.call(instance_b, third, spec, guard=guard_b, now=T0 + 4)
+        assert runs["n"] == 3
     assert len(redis_client.keys("mrtr:replay:*")) == 2
 
 
@@ -111,6 +110,7 @@ def test_handlers_that_are_not_single_use_never_claim(
     assert isinstance(r1, NeedsInput)
     second = retry(first, r1, {"confirm": accept(ok=True)})
     for _ in range(2):
-        outcome = rt.call(engine, second, spec, guard=rt.redis_guard(redis_port))
+        with rt.redis_guard(redis_port) as guard:
+            outcome = rt.call(engine, second, spec, guard=guard)
         assert isinstance(outcome, NeedsInput)
     assert redis_client.keys("mrtr:replay:*") == []

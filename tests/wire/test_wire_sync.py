@@ -344,9 +344,10 @@ def test_stdio_server_answers_an_id_reused_after_its_cancel_and_not_the_cancelle
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
     read_end, write_end = os.pipe()
     stdout = io.BytesIO()
+    server_stdin = os.fdopen(read_end, "rb")  # the caller's stream: serve_stdio leaves it open
     server = threading.Thread(
         target=serve_stdio, args=(make_app(gate, entered=entered),),
-        kwargs={"stdin": os.fdopen(read_end, "rb"), "stdout": stdout}, daemon=True)
+        kwargs={"stdin": server_stdin, "stdout": stdout}, daemon=True)
     server.start()
     try:
         with os.fdopen(write_end, "wb") as stdin:
@@ -359,6 +360,8 @@ def test_stdio_server_answers_an_id_reused_after_its_cancel_and_not_the_cancelle
         lines = [json.loads(line) for line in stdout.getvalue().splitlines()]
     finally:
         gate.set()  # the cancelled handler's thread ends; its answer is dropped
+        if not server.is_alive():
+            server_stdin.close()
     assert [(line["id"], text_of(line)) for line in lines] == [(3, "again")]
 
 

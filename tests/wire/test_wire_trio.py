@@ -112,13 +112,13 @@ def test_http_server_times_out_a_stalled_client():
                 functools.partial(serve_http, make_app(), "127.0.0.1", 0, read_timeout=0.3)
             )
             with trio.fail_after(LIMIT):
-                stream = await trio.open_tcp_stream("127.0.0.1", port)
-                await stream.send_all(
-                    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{"
-                )
-                data = b""
-                while chunk := await stream.receive_some(4096):
-                    data += chunk
+                async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                    await stream.send_all(
+                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{"
+                    )
+                    data = b""
+                    while chunk := await stream.receive_some(4096):
+                        data += chunk
             assert data.startswith(b"HTTP/1.1 408 ")
             nursery.cancel_scope.cancel()
 
