@@ -104,6 +104,14 @@ def _records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name.startswith("mrtr")]
 
 
+def _the_error_logged(caplog: pytest.LogCaptureFixture, exc: BaseException) -> logging.LogRecord:
+    """The one mrtr record: an ERROR on ``mrtr.server`` carrying ``exc`` with its traceback."""
+    [record] = _records(caplog)
+    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
+    assert record.exc_info is not None and record.exc_info[1] is exc
+    return record
+
+
 @pytest.fixture
 def caplog(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     """Every record of the mrtr loggers, whatever their level."""
@@ -125,9 +133,7 @@ def test_a_tool_that_raised_is_logged_with_its_exception_and_answered_as_before(
         "resultType": "complete",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "logs", "version": "1.0"}},
     }}
-    [record] = _records(caplog)
-    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
-    assert record.exc_info is not None and record.exc_info[1] is raised[0]
+    record = _the_error_logged(caplog, raised[0])
     message = record.getMessage()
     assert "tools/call" in message and "'explode'" in message and "7" in message
     assert "hunter2" not in message  # never the arguments
@@ -140,9 +146,7 @@ def test_a_prompt_that_raised_is_logged_and_still_answered_without_its_text(
     reply = _send(app, _request("prompts/get", {"name": "story", "arguments": {"hero": "Ada"}}))
     assert reply.message == {"jsonrpc": "2.0", "id": 7, "error": {
         "code": -32603, "message": "prompts/get handler failed (KeyError)"}}
-    [record] = _records(caplog)
-    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
-    assert record.exc_info is not None and record.exc_info[1] is raised[0]
+    record = _the_error_logged(caplog, raised[0])
     assert "prompts/get 'story'" in record.getMessage()
     assert "Ada" not in record.getMessage()
 
@@ -154,9 +158,7 @@ def test_a_resource_that_raised_is_logged_and_still_answered_without_its_text(
     reply = _send(app, _request("resources/read", {"uri": "memo://broken"}, request_id=9))
     assert reply.message == {"jsonrpc": "2.0", "id": 9, "error": {
         "code": -32603, "message": "resources/read handler failed (RuntimeError)"}}
-    [record] = _records(caplog)
-    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
-    assert record.exc_info is not None and record.exc_info[1] is raised[0]
+    record = _the_error_logged(caplog, raised[0])
     assert "resources/read 'memo://broken'" in record.getMessage()
     assert "9" in record.getMessage()
 
@@ -168,9 +170,7 @@ def test_a_completion_handler_that_raised_is_logged(caplog: pytest.LogCaptureFix
         "argument": {"name": "hero", "value": "A"}}))
     assert reply.message == {"jsonrpc": "2.0", "id": 7, "error": {
         "code": -32603, "message": "completion handler failed (LookupError)"}}
-    [record] = _records(caplog)
-    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
-    assert record.exc_info is not None and record.exc_info[1] is raised[0]
+    record = _the_error_logged(caplog, raised[0])
     assert "completion/complete 'story'" in record.getMessage()
 
 
@@ -182,9 +182,7 @@ def test_a_server_mistake_is_logged_as_an_error(caplog: pytest.LogCaptureFixture
     reply = _send(app, _request("tools/call", {"name": "misuse"}))
     assert reply.message is not None and reply.message["error"]["code"] == -32603
     assert reply.message["error"]["message"] == str(raised[0])
-    [record] = _records(caplog)
-    assert (record.name, record.levelno) == (SERVER_LOGGER, logging.ERROR)
-    assert record.exc_info is not None and record.exc_info[1] is raised[0]
+    record = _the_error_logged(caplog, raised[0])
     assert "tools/call 'misuse'" in record.getMessage()
 
 
