@@ -50,6 +50,9 @@ _TARGET_CHARS: Final = re.compile(r"[!-~]+")  # visible ASCII: no space, control
 _END_OF_MESSAGE: Final = h11.EndOfMessage()
 _CONTENT_TYPE: Final = b"content-type"
 _KINDS_MAX: Final = 64
+# Request heads by what they are made of (see HttpClientConnection._request_event).
+_REQUEST_HEADS: dict[tuple[Any, ...], h11.Request] = {}
+_REQUEST_HEADS_MAX: Final = 4096
 _KINDS: dict[str, str] = {}
 
 
@@ -218,6 +221,8 @@ class HttpClientConnection:
         self.endpoint = endpoint
         self.config = config or HttpClientConfig()
         self.param_headers = param_headers
+        # What every request head on this connection shares (the request cache's key).
+        self._head_key = (endpoint.target, endpoint.authority, self.config.headers)
         self._message: Mapping[str, Any] = {}
         self._h11 = h11.Connection(
             h11.CLIENT, max_incomplete_event_size=self.config.max_header_bytes
@@ -306,8 +311,16 @@ class HttpClientConnection:
         mcp = request_headers(message)
         if self.param_headers is not None:
             mcp += self.param_headers.headers_for(message)
+        # Events are immutable and h11 validates the headers of each new one, so a head is
+        # made once per body length and MCP headers (every retry of an MRTR request carries
+        # the same method and name). Per-request extra headers are not remembered.
+        key = (self._head_key, length, *mcp) if not extra else None
+        if key is not None:
+            known = _REQUEST_HEADS.get(key)
+            if known is not None:
+                return known
         # h11 validates every header (and raises on a bad one).
-        return h11.Request(
+        request = h11.Request(
             method="POST",
             target=self.endpoint.target,
             headers=[
@@ -320,6 +333,11 @@ class HttpClientConnection:
                 *extra,
             ],
         )
+        if key is not None:
+            if len(_REQUEST_HEADS) >= _REQUEST_HEADS_MAX:
+                _REQUEST_HEADS.clear()
+            _REQUEST_HEADS[key] = request
+        return request
 
     # -- receiving -----------------------------------------------------------------------
 

@@ -113,6 +113,55 @@ def test_extra_headers_from_config():
     assert headers["authorization"] == "Bearer t"
 
 
+def _head_of(data: bytes) -> tuple[bytes, dict[str, str]]:
+    server = h11.Connection(h11.SERVER)
+    server.receive_data(data)
+    req = server.next_event()
+    return req.target, {k.decode(): v.decode() for k, v in req.headers}
+
+
+def test_request_heads_made_once_still_belong_to_their_own_request():
+    # Heads are remembered by length, MCP headers, endpoint and configured headers: two
+    # requests of the same length differ in exactly what differs between them.
+    def bearer(token: str) -> HttpClientConfig:
+        return HttpClientConfig(headers=(("Authorization", f"Bearer {token}"),))
+
+    alice = HttpClientConnection(ENDPOINT, config=bearer("a"))
+    bob = HttpClientConnection(ENDPOINT, config=bearer("b"))
+    other = HttpClientConnection(parse_url("http://127.0.0.1:9/other"))
+    _, a = _head_of(alice.send_request(call_tool("aa", 1)))
+    _, b = _head_of(bob.send_request(call_tool("aa", 1)))
+    target, o = _head_of(other.send_request(call_tool("aa", 1)))
+    assert (a["authorization"], b["authorization"]) == ("Bearer a", "Bearer b")
+    assert "authorization" not in o and o["host"] == "127.0.0.1:9" and target == b"/other"
+    _, renamed = _head_of(HttpClientConnection(ENDPOINT).send_request(call_tool("bb", 1)))
+    assert renamed["mcp-name"] == "bb" and renamed["content-length"] == a["content-length"]
+
+
+def test_per_request_headers_stay_on_their_request():
+    client = HttpClientConnection(ENDPOINT)
+    _, first = _head_of(client.send_request(call_tool(), headers=[("X-Trace", "1")]))
+    fresh = HttpClientConnection(ENDPOINT)
+    _, second = _head_of(fresh.send_request(call_tool()))
+    assert first["x-trace"] == "1" and "x-trace" not in second
+
+
+def test_a_bad_configured_header_is_refused_every_time():
+    config = HttpClientConfig(headers=(("Bad Name", "x"),))
+    for _ in range(2):
+        with pytest.raises(h11.LocalProtocolError):
+            HttpClientConnection(ENDPOINT, config=config).send_request(call_tool())
+
+
+def test_remembered_request_heads_are_bounded():
+    from mrtr_core.http import _client
+
+    for size in range(_client._REQUEST_HEADS_MAX + 10):
+        HttpClientConnection(ENDPOINT).send_request(call_tool(text="x" * size))
+        assert len(_client._REQUEST_HEADS) <= _client._REQUEST_HEADS_MAX
+    assert _client._REQUEST_HEADS  # it does remember
+
+
 def test_sending_a_response_or_batch_is_refused():
     client = HttpClientConnection(ENDPOINT)
     with pytest.raises(LocalProtocolError):
