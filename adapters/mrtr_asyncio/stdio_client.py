@@ -118,10 +118,14 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         stderr: int | None = None,
         max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
         close_timeout: float = 2.0,
+        process_group: int | None = None,
     ) -> StdioTransport:
         """Start ``command`` (a list, or a string split like a shell would) as the server.
 
-        The server's stderr is inherited unless ``stderr`` says otherwise.
+        The server's stderr is inherited unless ``stderr`` says otherwise. ``process_group``
+        is :class:`subprocess.Popen`'s (POSIX): ``0`` puts the server in a group of its own,
+        out of reach of the terminal's Ctrl-C, which then reaches this process alone and
+        :meth:`aclose` ends the server.
         """
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         loop = asyncio.get_running_loop()
@@ -134,6 +138,7 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
             stderr=stderr,
             env=dict(env) if env is not None else None,
             cwd=cwd,
+            process_group=process_group,
         )
         process = asyncio.subprocess.Process(subprocess_transport, streams, loop)
         transport = cls(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)

@@ -225,11 +225,15 @@ async def open_stdio_transport(
     stderr: int | None = None,
     max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
     close_timeout: float = 2.0,
+    process_group: int | None = None,
 ) -> AsyncIterator[StdioTransport]:
     """Start ``command`` (a list, or a string split like a shell would) as a stdio server and
     yield its transport; on exit the server is shut down (:meth:`StdioTransport.aclose`).
 
-    The server's stderr is inherited unless ``stderr`` says otherwise.
+    The server's stderr is inherited unless ``stderr`` says otherwise. ``process_group`` is
+    :class:`subprocess.Popen`'s (POSIX): ``0`` puts the server in a group of its own, out of
+    reach of the terminal's Ctrl-C, which then reaches this process alone and the exit of
+    this context ends the server.
     """
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     process = await trio.lowlevel.open_process(
@@ -239,6 +243,7 @@ async def open_stdio_transport(
         stderr=stderr,
         env=dict(env) if env is not None else None,
         cwd=cwd,
+        process_group=process_group,
     )
     transport = StdioTransport(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
     error: Exception | None = None

@@ -10,6 +10,7 @@ timeout and asserts on outcomes only.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import subprocess
@@ -277,6 +278,38 @@ def test_a_stdio_server_that_broke_the_framing_is_read_to_its_end_and_exits(runt
     error, returncode = _after_a_framing_error(runtime)
     assert issubclass(error, RemoteProtocolError)
     assert returncode == 0
+
+
+# -- the server's process group ----------------------------------------------------------------
+
+
+def _server_group(runtime: str, **spawned: Any) -> tuple[int, int, str]:
+    """The spawned server's process id and process group, and its answer to an echo."""
+    argv = [sys.executable, SERVER_SCRIPT, runtime]
+    echo = call_tool("echo", 1, text="grouped")
+    if runtime == "sync":
+        with mrtr_sync.stdio_client.StdioTransport.spawn(argv, **spawned) as transport:
+            pid = transport.process.pid
+            return pid, os.getpgid(pid), text_of(transport.request(echo, timeout=LIMIT))
+
+    async def body(open_stdio: Any) -> tuple[int, int, str]:
+        async with open_stdio(argv, **spawned) as transport:
+            pid = transport.process.pid
+            return pid, os.getpgid(pid), text_of(await transport.request(echo))
+
+    if runtime == "trio":
+        return trio.run(body, mrtr_trio.stdio_client.open_stdio_transport)
+    return asyncio.run(body(mrtr_asyncio.stdio_client.open_stdio_transport))
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_stdio_server_can_run_in_a_process_group_of_its_own(runtime):
+    # Out of the terminal's group, Ctrl-C reaches the client alone, which then ends the
+    # server itself; by default the server shares the client's group.
+    pid, group, answer = _server_group(runtime, process_group=0)
+    assert group == pid and answer == "grouped"
+    pid, group, answer = _server_group(runtime)
+    assert group == os.getpgid(0) != pid and answer == "grouped"
 
 
 # -- stdio servers keep stdout for the protocol ------------------------------------------------
