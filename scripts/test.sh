@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python packages, Redis, nginx, Node 22, the official
 # conformance harness and the official TypeScript SDK), then run lint, types and the whole
-# test suite; then the core, server, adapter, wire and quick simulation tests again under each
-# other Python version that pyproject.toml's classifiers name (scripts/other_pythons.sh; a
-# version not installed here is reported and not tested).
+# test suite; then the core, server, adapter, wire and quick simulation tests and the wheel's
+# build and type check again under each other Python version that pyproject.toml's
+# classifiers name (scripts/other_pythons.sh; a version not installed here is reported and
+# not tested).
 # Caches downloads and those versions' virtualenvs under ${MRTR_CACHE:-$HOME/.cache/mrtr}.
 # Exits non-zero on any failure, and also when a pytest run collected no test at all.
 set -euo pipefail
@@ -60,6 +61,7 @@ if [ -n "$other_versions" ]; then
     # shellcheck disable=SC2086  # one argument per version
     bash scripts/other_pythons.sh $other_versions -- -q -m "not slow" \
         tests/core tests/server tests/adapters tests/wire tests/sim \
+        tests/packaging/test_typed_packages.py \
         --ignore=tests/sim/test_planted_bugs.py --ignore=tests/sim/test_pytest_plugin.py
     others=$?
     set -e
