@@ -50,9 +50,8 @@ _TARGET_CHARS: Final = re.compile(r"[!-~]+")  # visible ASCII: no space, control
 _END_OF_MESSAGE: Final = h11.EndOfMessage()
 _CONTENT_TYPE: Final = b"content-type"
 _KINDS_MAX: Final = 64
-# Request heads by what they are made of (see HttpClientConnection._request_event).
-_REQUEST_HEADS: dict[tuple[Any, ...], h11.Request] = {}
-_REQUEST_HEADS_MAX: Final = 4096
+# Most request heads one connection remembers (see HttpClientConnection._request_event).
+_REQUEST_HEADS_MAX: Final = 256
 _KINDS: dict[str, str] = {}
 
 
@@ -221,8 +220,10 @@ class HttpClientConnection:
         self.endpoint = endpoint
         self.config = config or HttpClientConfig()
         self.param_headers = param_headers
-        # What every request head on this connection shares (the request cache's key).
-        self._head_key = (endpoint.target, endpoint.authority, self.config.headers)
+        # Request heads made on this connection, by body length and MCP headers. Kept per
+        # connection, so the configured headers (a bearer token) and Mcp-Param-* values in
+        # them go away with it.
+        self._heads: dict[tuple[object, ...], h11.Request] = {}
         self._message: Mapping[str, Any] = {}
         self._h11 = h11.Connection(
             h11.CLIENT, max_incomplete_event_size=self.config.max_header_bytes
@@ -314,9 +315,10 @@ class HttpClientConnection:
         # Events are immutable and h11 validates the headers of each new one, so a head is
         # made once per body length and MCP headers (every retry of an MRTR request carries
         # the same method and name). Per-request extra headers are not remembered.
-        key = (self._head_key, length, *mcp) if not extra else None
+        key = (length, *mcp) if not extra else None
+        heads = self._heads
         if key is not None:
-            known = _REQUEST_HEADS.get(key)
+            known = heads.get(key)
             if known is not None:
                 return known
         # h11 validates every header (and raises on a bad one).
@@ -334,9 +336,9 @@ class HttpClientConnection:
             ],
         )
         if key is not None:
-            if len(_REQUEST_HEADS) >= _REQUEST_HEADS_MAX:
-                _REQUEST_HEADS.clear()
-            _REQUEST_HEADS[key] = request
+            if len(heads) >= _REQUEST_HEADS_MAX:
+                heads.clear()
+            heads[key] = request
         return request
 
     # -- receiving -----------------------------------------------------------------------

@@ -121,8 +121,8 @@ def _head_of(data: bytes) -> tuple[bytes, dict[str, str]]:
 
 
 def test_request_heads_made_once_still_belong_to_their_own_request():
-    # Heads are remembered by length, MCP headers, endpoint and configured headers: two
-    # requests of the same length differ in exactly what differs between them.
+    # Heads are remembered by length and MCP headers, per connection: two requests of the
+    # same length differ in exactly what differs between them.
     def bearer(token: str) -> HttpClientConfig:
         return HttpClientConfig(headers=(("Authorization", f"Bearer {token}"),))
 
@@ -153,13 +153,23 @@ def test_a_bad_configured_header_is_refused_every_time():
             HttpClientConnection(ENDPOINT, config=config).send_request(call_tool())
 
 
-def test_remembered_request_heads_are_bounded():
+def test_remembered_request_heads_are_bounded_and_reused():
     from mrtr_core.http import _client
 
+    client = HttpClientConnection(ENDPOINT)
+    answer = response_bytes(200, "application/json", b'{"jsonrpc":"2.0","id":1,"result":{}}')
+
+    def exchange(message):
+        data = client.send_request(message)
+        client.receive_data(answer)
+        assert isinstance(client.next_event(), ResponseReceived)
+        return data
+
+    first = exchange(call_tool())
+    assert exchange(call_tool()) == first and len(client._heads) == 1  # made once
     for size in range(_client._REQUEST_HEADS_MAX + 10):
-        HttpClientConnection(ENDPOINT).send_request(call_tool(text="x" * size))
-        assert len(_client._REQUEST_HEADS) <= _client._REQUEST_HEADS_MAX
-    assert _client._REQUEST_HEADS  # it does remember
+        exchange(call_tool(text="x" * size))
+        assert 0 < len(client._heads) <= _client._REQUEST_HEADS_MAX
 
 
 def test_sending_a_response_or_batch_is_refused():
