@@ -55,8 +55,14 @@ _REQUEST_HEADS_MAX: Final = 256
 _KINDS: dict[str, str] = {}
 
 
-def _kind_of(content_type: str | None, status: int) -> str:
-    """``"sse"``, ``"json"`` or ``"other"`` for a response's ``Content-Type``."""
+def _kind_of(content_type: str | None) -> str:
+    """``"sse"``, ``"json"`` or ``"other"`` for a response's ``Content-Type``.
+
+    An event stream is read whatever the status: a server that sent request-related
+    notifications before a JSON-RPC error answers with a stream, and the error keeps the
+    status its code travels with (e.g. 400 for -32021, digest §1.8). "Clients MUST handle
+    both" JSON and SSE (digest §3.3 "Server responses"), so its response is read from it.
+    """
     if content_type is None:
         return "other"
     kind = _KINDS.get(content_type)
@@ -66,8 +72,6 @@ def _kind_of(content_type: str | None, status: int) -> str:
         if len(_KINDS) >= _KINDS_MAX:
             _KINDS.clear()  # servers send the same one or two values on every response
         _KINDS[content_type] = kind
-    if kind == "sse" and not 200 <= status < 300:
-        return "other"
     return kind
 
 
@@ -427,14 +431,14 @@ class HttpClientConnection:
             )
 
     def _on_response(self, response: h11.Response) -> None:
-        self._status = status = response.status_code
+        self._status = response.status_code
         content_type = None
         for name, value in response.headers.raw_items():
             if len(name) == 12 and name.lower() == _CONTENT_TYPE:
                 content_type = bytes(value).decode("latin-1")
                 break
         self._content_type = content_type
-        self._kind = kind = _kind_of(content_type, status)
+        self._kind = kind = _kind_of(content_type)
         if kind == "sse":
             self._sse = SseParser(max_event_bytes=self.config.max_response_bytes)
 
@@ -499,6 +503,9 @@ class HttpClientConnection:
         if self._done:
             return
         if self._kind == "sse":
+            if self._status >= 400:
+                # An error status whose stream never answered: the status is all there is.
+                raise HttpStatusError(self._status, b"", self._content_type)
             raise RemoteProtocolError("event stream ended without the response")
         if self._is_notification and 200 <= self._status < 300:
             self._queue.append(NotificationAccepted(status=self._status))

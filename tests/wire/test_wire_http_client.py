@@ -527,3 +527,47 @@ def test_bytes_after_a_response_make_the_connection_not_reusable():
     clean.send_request(call_tool("echo", 1))
     events_for(clean, response_bytes(200, "application/json", body))
     assert clean.ready
+
+
+# -- error statuses on event streams ---------------------------------------------------------------
+# "Clients MUST handle both" JSON and SSE answers (digest §3.3 "Server responses"), and an error
+# keeps the status its code travels with (-32021 is 400, MUST; digest §1.8) even when
+# request-related notifications came before it on a stream.
+
+MISSING_CAPABILITY = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "error": {
+        "code": -32021,
+        "message": "elicitation is needed",
+        "data": {"requiredCapabilities": {"elicitation": {}}},
+    },
+}
+
+
+def test_an_error_after_notifications_on_an_error_status_stream_is_the_response():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    client.receive_data(sse_bytes(400, stream_body(PROGRESS, MISSING_CAPABILITY)))
+    assert client.next_event() == NotificationReceived(message=PROGRESS)
+    assert client.next_event() == ResponseReceived(message=MISSING_CAPABILITY, status=400)
+    assert client.ready
+
+
+def test_our_server_s_error_after_progress_reaches_our_client_as_the_error():
+    client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
+    server.receive_data(client.send_request(call_tool("echo", 1)))
+    assert server.next_event() is not NEED_DATA
+    server.send_reply(MISSING_CAPABILITY, notifications=[PROGRESS])
+    events = events_for(client, server.data_to_send())
+    assert events == [NotificationReceived(message=PROGRESS),
+                      ResponseReceived(message=MISSING_CAPABILITY, status=400)]
+
+
+def test_an_error_status_stream_ending_without_the_response_is_an_http_status_error():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, sse_bytes(503, stream_body(PROGRESS)))
+    assert info.value.status == 503
+    assert info.value.content_type == "text/event-stream"

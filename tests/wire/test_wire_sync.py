@@ -17,7 +17,7 @@ from mrtr_sync.http_server import serve_http
 from mrtr_sync.stdio_client import StdioTransport
 from mrtr_sync.stdio_server import serve_stdio
 from wire_app import make_app
-from wire_helpers import LeftBehind, RawClient, call_tool, request
+from wire_helpers import LeftBehind, RawClient, call_tool, request, with_progress_token
 from wire_peer import BrokenPeer, self_signed_tls
 
 from mrtr_core.errors import TransportClosedError
@@ -95,6 +95,16 @@ def test_http_error_statuses_reach_the_client(server):
         bad_version = call_tool("echo", 2, text="x")
         bad_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1999-01-01"
         assert transport.request(bad_version, timeout=TIMEOUT)["error"]["code"] == -32022
+
+
+def test_http_error_after_progress_reaches_the_client_as_the_error(server):
+    # A handler that reported progress and then failed: the reply is an event stream with
+    # the error's own status (400 for -32602), and "Clients MUST handle both" JSON and SSE
+    # (digest §3.3 "Server responses"), so the JSON-RPC error is the answer, not a bare 400.
+    with HttpTransport(server.url) as transport:
+        message = with_progress_token(call_tool("refuse_after_progress", 1))
+        answer = transport.request(message, timeout=TIMEOUT)
+        assert answer["error"] == {"code": -32602, "message": "refused after progress"}
 
 
 def test_http_wrong_path_is_a_typed_status_error(server):

@@ -18,7 +18,7 @@ from mrtr_trio.http_server import serve_http
 from mrtr_trio.stdio_client import open_stdio_transport
 from mrtr_trio.stdio_server import serve_stdio
 from wire_app import make_app
-from wire_helpers import LeftBehind, RawClient, call_tool, request
+from wire_helpers import LeftBehind, RawClient, call_tool, request, with_progress_token
 from wire_peer import BrokenPeer
 
 from mrtr_core.errors import TransportClosedError
@@ -50,6 +50,19 @@ def run(test):
                 nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+def test_http_error_after_progress_reaches_the_client_as_the_error():
+    # A handler that reported progress and then failed: the reply is an event stream with
+    # the error's own status (400 for -32602), and "Clients MUST handle both" JSON and SSE
+    # (digest §3.3 "Server responses"), so the JSON-RPC error is the answer, not a bare 400.
+    async def body(url, gate, nursery):
+        async with HttpTransport(url) as transport:
+            message = with_progress_token(call_tool("refuse_after_progress", 1))
+            answer = await transport.request(message)
+            assert answer["error"] == {"code": -32602, "message": "refused after progress"}
+
+    run(body)
 
 
 def test_http_loopback_mrtr_round_trip():

@@ -1,4 +1,5 @@
-"""The app the wire loopback tests serve: a plain tool, an MRTR tool, and a gate.
+"""The app the wire loopback tests serve: a plain tool, an MRTR tool, a tool that fails after
+reporting progress, and a gate.
 
 ``gate_wait`` blocks until ``gate_open`` is called (on any connection): it shows that requests
 interleave and that a stalled request does not hold up the others. The gate is a runtime
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mrtr_core.app import App
+from mrtr_core.errors import INVALID_PARAMS, JsonRpcError
 from mrtr_core.server import Context, accepted, content, form
 from mrtr_core.state import KeyRing, StateCodec
 
@@ -37,6 +39,12 @@ def make_app(gate: Any = None, *, seed: int = 7, entered: Any = None) -> App:
         answer = ctx.ask("ok", form(f"Delete {path}?", confirm=bool))
         got = content(answer) if accepted(answer) else None
         return f"deleted {path}" if got and got.get("confirm") else f"kept {path}"
+
+    @app.tool(description="Report progress, then refuse the arguments.")
+    def refuse_after_progress(ctx: Context) -> str:
+        # With a progressToken the reply is an event stream, and the -32602 keeps its 400.
+        app.report_progress(ctx, 1)
+        raise JsonRpcError(INVALID_PARAMS, "refused after progress")
 
     if gate is not None:
         waiter: Callable[[], Any] = gate.wait

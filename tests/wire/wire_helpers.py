@@ -39,6 +39,12 @@ def call_tool(name: str = "echo", request_id: int | str = 1, **arguments: Any) -
     }
 
 
+def with_progress_token(message: dict[str, Any], token: str = "p") -> dict[str, Any]:
+    """``message`` asking for progress notifications (``_meta.progressToken``)."""
+    message["params"]["_meta"]["progressToken"] = token
+    return message
+
+
 def request(method: str, request_id: int | str = 1, **params: Any) -> dict[str, Any]:
     """Any request with the required _meta."""
     return {
