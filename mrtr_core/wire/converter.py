@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast, get_origin
 
 import attrs
 import cattrs
+from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from mrtr_core.errors import CodecError
@@ -96,16 +97,49 @@ converter.register_structure_hook(str | int | None, _structure_progress_token)
 converter.register_structure_hook(
     dict[str, str | int | float | bool | list[str]] | None, _structure_elicit_content
 )
-converter.register_structure_hook(
-    dict[str, Any] | list[dict[str, Any]],
-    lambda obj, _: obj if isinstance(obj, dict) or (
-        isinstance(obj, list) and all(isinstance(o, dict) for o in obj)
-    ) else _raise(CodecError("content must be a block or an array of blocks")),
-)
 
 
-def _raise(exc: Exception) -> Any:
-    raise exc
+def _structure_str(obj: Any, _: type) -> str:
+    # A wire string is a JSON string: 5 or null is refused, never turned into "5" or
+    # "None" (S13: a value of the wrong type is a schema violation, digest §2.5).
+    if isinstance(obj, str):
+        return obj
+    raise CodecError(f"expected a string, got {type(obj).__name__}")
+
+
+def _is_list_type(type_: Any) -> bool:
+    return get_origin(type_) is list
+
+
+def _strict_list_factory(type_: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """A JSON array and nothing else: an object or a string is refused, never iterated
+    (its keys or characters would pass for items)."""
+    items = list_structure_factory(type_, conv)
+
+    def structure(obj: Any, t: Any) -> Any:
+        if not isinstance(obj, list):
+            raise CodecError(f"expected an array, got {type(obj).__name__}")
+        return items(obj, t)
+
+    return structure
+
+
+def _is_block(obj: Any) -> bool:
+    # Every content block (text, image, audio, tool_use, tool_result) names its `type`.
+    return isinstance(obj, dict) and isinstance(obj.get("type"), str)
+
+
+def _structure_content(obj: Any, _: type) -> dict[str, Any] | list[dict[str, Any]]:
+    if _is_block(obj) or (isinstance(obj, list) and all(_is_block(o) for o in obj)):
+        return cast("dict[str, Any] | list[dict[str, Any]]", obj)
+    raise CodecError(
+        "content must be a block or an array of blocks, each an object with a string 'type'"
+    )
+
+
+converter.register_structure_hook(str, _structure_str)
+converter.register_structure_hook_factory(_is_list_type, _strict_list_factory)
+converter.register_structure_hook(dict[str, Any] | list[dict[str, Any]], _structure_content)
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"

@@ -522,6 +522,52 @@ def test_input_response_of_the_wrong_shape_is_invalid_params_naming_the_key(rt: 
     assert runs["n"] == 1
 
 
+_TEXT_BLOCK = {"type": "text", "text": "Paris"}
+
+
+@pytest.mark.parametrize(
+    ("key", "answer", "named"),
+    [
+        # CreateMessageResult: model and stopReason are strings, content is a block (or an
+        # array of blocks), each with its string `type` (digest §1.5 b, §1.6).
+        ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": 5}, "model"),
+        ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": None}, "model"),
+        ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": "m",
+                   "stopReason": 7}, "stop_reason"),
+        ("model", {"role": "assistant", "content": {"text": "Paris"}, "model": "m"}, "type"),
+        ("model", {"role": "assistant", "content": [_TEXT_BLOCK, {"type": 3}], "model": "m"},
+         "type"),
+        # ListRootsResult: roots is an array of Root objects, a Root's name a string.
+        ("where", {"roots": {}}, "roots"),
+        ("where", {"roots": "file:///a"}, "roots"),
+        ("where", {"roots": [{"uri": "file:///a", "name": 5}]}, "name"),
+    ],
+)
+def test_an_answer_of_the_wrong_json_type_is_refused_not_coerced(
+    rt: Runtime, key: str, answer: dict[str, Any], named: str
+) -> None:
+    # S13 / digest §2.5: a value of the wrong type in inputResponses is a schema violation,
+    # answered with -32602 (never completed on a converted value: 5 is not the string "5",
+    # an object is not an empty array, a string is not an array of its characters).
+    runs = {"n": 0}
+
+    def handler(ctx: Context) -> Any:
+        runs["n"] += 1
+        return ctx.ask_all({"model": sample("Capital?", 10), "where": roots()})
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("typed")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, retry(first, r1, {key: answer}), spec)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.data == {"reason": "malformed", "key": key}
+    assert repr(key) in info.value.message and named in info.value.message
+    assert runs["n"] == 1
+
+
 @pytest.mark.parametrize("uri", ["https://evil.example/x", "file:/x", "/srv", ""])
 def test_a_root_that_is_not_a_file_uri_is_refused(rt: Runtime, uri: str) -> None:
     # digest §1.6: Root.uri must be a file:// URI.
