@@ -49,6 +49,7 @@ from mrtr_core.wire.models import (
 from mrtr_core.wire.records import record_maker
 
 __all__ = [
+    "check_complete_result",
     "converter",
     "structure_client_capabilities",
     "structure_input_request",
@@ -482,6 +483,65 @@ def unstructure_input_required(result: InputRequiredResult) -> JsonObject:
     if result.meta is not None:
         out["_meta"] = result.meta
     return out
+
+
+# --- complete results of the MRTR methods ------------------------------------------------------
+
+
+def _check_block(block: Any, path: str) -> None:
+    if not isinstance(block, dict):
+        raise CodecError("a content block must be an object", path=path)
+    if not isinstance(block.get("type"), str):
+        raise CodecError("a content block needs a string type", path=f"{path}.type")
+
+
+def _check_message(message: Any, path: str) -> None:
+    if not isinstance(message, dict):
+        raise CodecError("a prompt message must be an object", path=path)
+    if message.get("role") not in ("user", "assistant"):
+        raise CodecError(
+            f"role must be 'user' or 'assistant', not {message.get('role')!r}",
+            path=f"{path}.role",
+        )
+    _check_block(message.get("content"), f"{path}.content")
+
+
+def _check_contents_item(item: Any, path: str) -> None:
+    if not isinstance(item, dict):
+        raise CodecError("a resource contents item must be an object", path=path)
+    if not isinstance(item.get("uri"), str):
+        raise CodecError("a resource contents item needs a string uri", path=f"{path}.uri")
+
+
+# The payload every complete result of each MRTR method carries, in every protocol revision
+# (digest §1.3): CallToolResult.content (ContentBlock[]), GetPromptResult.messages
+# (PromptMessage[]) and ReadResourceResult.contents (resource contents[]).
+_COMPLETE_PAYLOADS: Final[dict[str, tuple[str, Callable[[Any, str], None]]]] = {
+    CALL_TOOL: ("content", _check_block),
+    GET_PROMPT: ("messages", _check_message),
+    READ_RESOURCE: ("contents", _check_contents_item),
+}
+
+
+def check_complete_result(method: str, obj: JsonObject, *, path: str = "result") -> None:
+    """Check that a complete result of ``method`` carries the payload its type requires.
+
+    Only the payload array and the fields that say what each entry is are checked, so a
+    result from a server on an earlier revision (no ``resultType``, no caching hints) still
+    passes; unknown fields are left alone. Results of other methods are not checked.
+
+    Raises:
+        CodecError: the payload is missing or malformed (``path`` names where).
+    """
+    payload = _COMPLETE_PAYLOADS.get(method)
+    if payload is None:
+        return
+    key, check_item = payload
+    items = obj.get(key)
+    if not isinstance(items, list):
+        raise CodecError(f"a complete {method} result needs a {key} array", path=f"{path}.{key}")
+    for index, item in enumerate(items):
+        check_item(item, f"{path}.{key}[{index}]")
 
 
 # --- params -------------------------------------------------------------------------------------

@@ -184,6 +184,72 @@ def test_other_methods_complete_in_one_leg() -> None:
     ]
 
 
+# A complete result of an MRTR method must carry that method's payload (digest §1.3: a
+# CallToolResult needs content, a GetPromptResult messages, a ReadResourceResult contents).
+_READ = {"uri": "file:///a"}
+_PROMPT = {"name": "p"}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "result", "path"),
+    [
+        ("tools/call", PARAMS, {"resultType": "complete"}, "result.content"),
+        ("tools/call", PARAMS, {}, "result.content"),
+        ("tools/call", PARAMS, {"content": "hi"}, "result.content"),
+        ("tools/call", PARAMS, {"content": [{"type": "text", "text": "a"}, "b"]},
+         "result.content[1]"),
+        ("tools/call", PARAMS, {"content": [{"text": "no type"}]}, "result.content[0].type"),
+        ("prompts/get", _PROMPT, {"resultType": "complete"}, "result.messages"),
+        ("prompts/get", _PROMPT, {"messages": {"role": "user"}}, "result.messages"),
+        ("prompts/get", _PROMPT,
+         {"messages": [{"role": "system", "content": {"type": "text", "text": "x"}}]},
+         "result.messages[0].role"),
+        ("prompts/get", _PROMPT, {"messages": [{"role": "user", "content": "x"}]},
+         "result.messages[0].content"),
+        ("resources/read", _READ, {"resultType": "complete", "ttlMs": 0,
+                                   "cacheScope": "private"}, "result.contents"),
+        ("resources/read", _READ, {"contents": [None]}, "result.contents[0]"),
+        ("resources/read", _READ, {"contents": [{"text": "no uri"}]}, "result.contents[0].uri"),
+    ],
+    ids=["tool-no-content", "tool-empty-legacy", "tool-content-str", "tool-block-str",
+         "tool-block-no-type", "prompt-no-messages", "prompt-messages-object",
+         "prompt-bad-role", "prompt-content-str", "read-no-contents", "read-item-null",
+         "read-item-no-uri"],
+)
+def test_complete_result_without_its_methods_payload_is_a_codec_error(
+    method: str, params: dict[str, Any], result: dict[str, Any], path: str
+) -> None:
+    flow = make_flow(method, params)
+    flow.start(0.0)
+    sent = copy.deepcopy(result)
+    [fail] = flow.handle(ok(1, result), 0.5)
+    assert isinstance(fail, Fail) and type(fail.error) is CodecError
+    assert fail.error.path == path and str(fail.error).startswith(f"{path}: ")
+    assert fail.error.result is result and result == sent
+    assert flow.state is FlowState.FAILED and flow.result is None
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "result"),
+    [
+        ("tools/call", PARAMS, {"content": [], "isError": True}),
+        ("prompts/get", _PROMPT, {"messages": [
+            {"role": "assistant", "content": {"type": "text", "text": "x"}}]}),
+        ("resources/read", _READ, {"contents": [{"uri": "file:///a", "blob": "AA=="}]}),
+        ("resources/read", _READ, {"resultType": "complete", "contents": [],
+                                   "ttlMs": 0, "cacheScope": "private", "x": 1}),
+    ],
+    ids=["tool-legacy", "prompt-legacy", "read-legacy", "read-complete"],
+)
+def test_complete_result_with_its_methods_payload_is_kept_whole(
+    method: str, params: dict[str, Any], result: dict[str, Any]
+) -> None:
+    flow = make_flow(method, params)
+    flow.start(0.0)
+    [complete] = flow.handle(ok(1, result), 0.5)
+    assert isinstance(complete, Complete) and complete.result is result
+
+
 @pytest.mark.parametrize(
     "result",
     [
