@@ -157,10 +157,14 @@ class Client(ClientBase[Handler]):
 
         The wait for the answers counts against the flow's budget when ``pending`` was
         raised by a client on this clock; saved data carries the budget it had left.
+
+        Raises:
+            LocalProtocolError: ``answers`` misses a key of the round, names a key not in
+                it, or holds an answer of the wrong shape; nothing is sent.
         """
         now = self.clock.now()
         flow = self.restore_flow(pending, now, self.clock)
-        return self._drive(flow, flow.answer(answers, now))
+        return self._drive(flow, self.answer_round(flow, answers, now))
 
     def close(self) -> None:
         """Close the transport and the handler pool (running handlers are not waited for).

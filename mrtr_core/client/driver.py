@@ -31,7 +31,7 @@ from mrtr_core.client.commands import (
 from mrtr_core.client.events import CancelRequested, HandlerFailed, HandlerReturned
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import TransportError
+from mrtr_core.errors import LocalProtocolError, TransportError
 from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
@@ -392,6 +392,29 @@ class ClientBase(Generic[H]):
 
         return ClientFlow.from_data(data, now=at, next_id=next_id, random=self._random)
 
+    @staticmethod
+    def answer_round(
+        flow: ClientFlow, answers: Mapping[str, object], now: float
+    ) -> list[ClientCommand]:
+        """Answer every entry of a restored manual-mode round at once (``resume``).
+
+        ``resume`` ends with the call's result or the next :class:`InputRequired`, so the
+        answers must cover every key still awaited: with one missing, the retry could never
+        be sent (C1: every entry is fulfilled) and the call would wait out its budget.
+
+        Raises:
+            LocalProtocolError: an answer is missing, or one the flow refuses (an unknown
+                key, an answer of the wrong shape); nothing is sent.
+        """
+        if isinstance(answers, Mapping):
+            missing = [key for key in flow.pending_keys if key not in answers]
+            if missing:
+                raise LocalProtocolError(
+                    f"no answer for input request {', '.join(map(repr, missing))}; "
+                    f"resume needs one for every key of the round"
+                )
+        return flow.answer(answers, now)
+
     def notify(self, cmd: ClientCommand) -> None:
         """Pass a round notice to ``on_event``."""
         if self.on_event is not None:
@@ -479,10 +502,14 @@ class AsyncClientBase(ClientBase[H], abc.ABC):
         The wait for the answers counts against the flow's budget when ``pending`` was
         raised on the same clock (the same event loop, the same ``trio.run``); saved data
         carries the budget it had left.
+
+        Raises:
+            LocalProtocolError: ``answers`` misses a key of the round, names a key not in
+                it, or holds an answer of the wrong shape; nothing is sent.
         """
         now = self._now()
         flow = self.restore_flow(pending, now, self._clock())
-        return await self._drive(flow, flow.answer(answers, now))
+        return await self._drive(flow, self.answer_round(flow, answers, now))
 
     async def aclose(self) -> None:
         """Close the transport. A call it fails (the HTTP transports fail every request in

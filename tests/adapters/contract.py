@@ -24,6 +24,7 @@ from mrtr_core.errors import (
     HandlerTimeoutError,
     JsonRpcError,
     LegTimeoutError,
+    LocalProtocolError,
     RemoteProtocolError,
     RoundLimitError,
     TransportError,
@@ -348,6 +349,70 @@ def test_manual_mode_per_call_and_next_round(rt: Runtime) -> None:
     assert second.round == 2 and list(second.input_requests) == ["b"]
     assert rt.call(h, "resume", second, {"b": CONFIRMED}).unwrap() == DEPLOYED
     assert h.log == [] and len(server.requests) == 3
+
+
+@pytest.mark.parametrize("answers", [{"confirm_deploy": CONFIRMED}, {}])
+def test_resume_without_every_answer_is_refused_at_once(
+    rt: Runtime, answers: dict[str, Any]
+) -> None:
+    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
+    h = rt.client(server, auto=False, elicitation=deploy_handlers())
+    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    before = rt.now()
+    refused = rt.call(h, "resume", pending, answers)
+    error = error_of(refused, LocalProtocolError)
+    assert "'change_ticket'" in str(error)
+    assert refused.at == before and len(server.requests) == 1  # no wait, nothing sent
+    full = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+    assert rt.call(h, "resume", pending, full).unwrap() == DEPLOYED  # the round is intact
+
+
+@pytest.mark.parametrize("answers", [
+    {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT, "other": CONFIRMED},
+    {"confirm_deploy": {"action": "maybe"}, "change_ticket": TICKET_DICT},
+])
+def test_resume_with_an_unknown_key_or_a_malformed_answer_sends_nothing(
+    rt: Runtime, answers: dict[str, Any]
+) -> None:
+    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
+    h = rt.client(server, auto=False, elicitation=deploy_handlers())
+    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    error = error_of(rt.call(h, "resume", pending, answers), LocalProtocolError)
+    assert "'other'" in str(error) or "'confirm_deploy'" in str(error)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("method, args", [
+    ("call_tool", ("deploy_production",)),
+    ("get_prompt", ("greet",)),
+    ("read_resource", ("file:///plan.txt",)),
+])
+def test_manual_rounds_echo_request_state_byte_for_byte(
+    rt: Runtime, method: str, args: tuple[str, ...]
+) -> None:
+    final = {
+        "call_tool": DEPLOYED,
+        "get_prompt": {"resultType": "complete", "messages": []},
+        "read_resource": {"resultType": "complete", "contents": []},
+    }[method]
+    states = ["a+/=\u00e9\u2028 \"q\"", "\U0001f680" * 3 + " \t", "x" * 2000]
+    server = ScriptedServer([input_required({f"k{n}": CONFIRM}, state=state)
+                             for n, state in enumerate(states)] + [final])
+    h = rt.client(server, auto=False, elicitation={f"k{n}": Answer(CONFIRMED) for n in range(3)})
+    pending = error_of(rt.call(h, method, *args), InputRequired)
+    for n in range(3):
+        assert pending.round == n + 1 and list(pending.input_requests) == [f"k{n}"]
+        assert pending.result.request_state == states[n]
+        stored = json.loads(json.dumps(pending.data))  # through storage and back
+        outcome = rt.call(h, "resume", stored if n == 1 else pending, {f"k{n}": CONFIRMED})
+        if n < 2:
+            pending = error_of(outcome, InputRequired)
+    assert outcome.unwrap() == final
+    assert [p.get("requestState") for p in server.params] == [None, *states]
+    assert [list(p.get("inputResponses", {})) for p in server.params] == [[], ["k0"], ["k1"],
+                                                                          ["k2"]]
+    assert h.log == []
+    assert_fresh_legs(server)
 
 
 def test_late_manual_answer_is_never_sent(rt: Runtime) -> None:
