@@ -40,10 +40,15 @@ class MemoryReplayGuard:
     clock that is set back (the wall clock ``requestState`` expiry is read from) would
     otherwise make a pruned token alive again for the codec and new to the guard: such a
     token, past its lifetime by the latest time seen but not by ``now``, is refused.
+
+    Threads may share one guard (the sync HTTP server serves each connection in its own):
+    an id is recorded by one atomic ``dict.setdefault``, so of two claims of the same id
+    that overlap, one wins; and pruning puts back an entry it finds not expired after all,
+    because another claim pruned the expired one it had looked at.
     """
 
     def __init__(self) -> None:
-        self._seen: dict[str, float] = {}
+        self._seen: dict[str, tuple[float]] = {}
         self._expiry: list[tuple[float, str]] = []
         self._latest = -math.inf
 
@@ -59,14 +64,26 @@ class MemoryReplayGuard:
         if expires_at <= latest:
             # The clock went back past this token's end: it may have been claimed and pruned.
             return False
-        self._seen[token_id] = expires_at
+        entry = (expires_at,)  # this claim's own object: whoever stored it won the id
+        if self._seen.setdefault(token_id, entry) is not entry:
+            return False
         heapq.heappush(self._expiry, (expires_at, token_id))
         return True
 
     def _prune(self, now: float) -> None:
-        while self._expiry and self._expiry[0][0] <= now:
-            _, token_id = heapq.heappop(self._expiry)
-            self._seen.pop(token_id, None)
+        expiry = self._expiry
+        while True:
+            try:
+                if expiry[0][0] > now:
+                    return
+                item = heapq.heappop(expiry)
+            except IndexError:  # empty (another claim may have emptied it meanwhile)
+                return
+            if item[0] > now:
+                # Another claim popped the expired head first; this one is still alive.
+                heapq.heappush(expiry, item)
+                return
+            self._seen.pop(item[1], None)
 
     def __len__(self) -> int:
         return len(self._seen)

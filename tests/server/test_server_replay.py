@@ -42,6 +42,50 @@ def test_memory_guard_refuses_a_pruned_token_when_the_clock_goes_back() -> None:
     assert guard.claim("t3", T0 + 250, T0 + 20) is False
 
 
+class _Meanwhile(float):
+    """A ``now`` that runs ``meanwhile`` the first time the guard compares a time with it:
+    another claim (a thread of the sync HTTP server) lands exactly inside this one."""
+
+    def __new__(cls, value: float, meanwhile: Any) -> _Meanwhile:
+        made = super().__new__(cls, value)
+        made.meanwhile = meanwhile
+        return made
+
+    def _interleave(self) -> None:
+        meanwhile, self.meanwhile = self.meanwhile, None
+        if meanwhile is not None:
+            meanwhile()
+
+    def __ge__(self, other: Any) -> bool:  # ``x <= now``
+        self._interleave()
+        return float(self) >= other
+
+    def __lt__(self, other: Any) -> bool:  # ``x > now``
+        self._interleave()
+        return float(self) < other
+
+
+def test_memory_guard_lets_one_of_two_overlapping_claims_of_a_token_win() -> None:
+    guard = MemoryReplayGuard()
+    won: list[bool] = []
+    now = _Meanwhile(T0, lambda: won.append(guard.claim("t1", T0 + 60, T0)))
+    won.append(guard.claim("t1", T0 + 60, now))
+    assert sorted(won) == [False, True]  # single use: never both
+    assert guard.claim("t1", T0 + 60, T0 + 1) is False
+
+
+def test_memory_guard_pruning_alongside_another_claim_keeps_live_tokens() -> None:
+    # Both claims see the expired head; the second one to pop finds a live token there and
+    # must put it back, or that token could be used again.
+    guard = MemoryReplayGuard()
+    assert guard.claim("old", T0 + 10, T0) is True
+    assert guard.claim("live", T0 + 1000, T0) is True
+    now = _Meanwhile(T0 + 50, lambda: guard.claim("other", T0 + 2000, T0 + 50))
+    assert guard.claim("new", T0 + 2000, now) is True
+    assert guard.claim("live", T0 + 1000, T0 + 60) is False
+    assert len(guard) == 3  # live, other, new; old is gone
+
+
 def test_redis_guard_sets_a_key_with_the_remaining_lifetime(redis_client: redis.Redis) -> None:
     guard = RedisReplayGuard(redis_client, prefix="test:")
     assert guard.claim("abc", T0 + 12.5, T0) is True
