@@ -217,6 +217,36 @@ def test_client_block_runs_against_a_served_app(served: str, block: str,
     assert "Deployed 1.4.2 to production under change ticket CHG-1234." in out
 
 
+def test_asyncio_client_is_the_trio_block_with_asyncio_names(
+    served: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # "asyncio looks the same with mrtr_asyncio and asyncio.run": the trio block, renamed.
+    code = block_after("readme-python: trio")
+    for old, new in (("import trio\n", "import asyncio\n"), ("mrtr_trio", "mrtr_asyncio"),
+                     ("trio.run(main)", "asyncio.run(main())"),
+                     ("http://127.0.0.1:8000/mcp", served)):
+        assert old in code, old
+        code = code.replace(old, new)
+    assert "trio" not in code
+    exec(compile(code, "README.md:asyncio", "exec"), {})
+    out = capsys.readouterr().out
+    assert "Deployed 1.4.2 to production under change ticket CHG-1234." in out
+
+
+def test_deploy_excerpt_is_taken_from_the_example() -> None:
+    # Every line of the excerpt (less its trailing comments and the "..." that stands for the
+    # rest) is a line of examples/deploy.py, in the same order.
+    source = (ROOT / "examples" / "deploy.py").read_text(encoding="utf-8").splitlines()
+    excerpt = [re.sub(r"\s+# [^'\"]*$", "", line)
+               for line in block_after("readme-excerpt: examples/deploy.py").splitlines()
+               if line.strip() not in ("", "...")]
+    assert excerpt
+    at = 0
+    for line in excerpt:
+        assert line in source[at:], f"not in examples/deploy.py (after line {at}): {line!r}"
+        at = source.index(line, at) + 1
+
+
 def test_state_diagram_is_generated_from_the_transition_table() -> None:
     done = subprocess.run([sys.executable, "scripts/state_diagram.py", "--check", "README.md"],
                           cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
