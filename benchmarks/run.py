@@ -1,11 +1,12 @@
 """Benchmarks of mrtr side by side with the official Python SDK, in one run.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--out DIR]
+    .venv/bin/python benchmarks/run.py [--quick] [--out DIR] [--only NAME ...]
 
 Prints markdown tables of medians (with the spread over runs) and ratios against the SDK
 measured in the same run, and writes ``DIR/results.json`` (every raw figure) and
 ``DIR/growth.png`` (the growth curves). ``--quick`` runs every benchmark with tiny counts:
-it checks that each one works, its figures mean nothing.
+it checks that each one works, its figures mean nothing. ``--only NAME`` (repeatable) runs
+just the named benchmarks (``--help`` lists them).
 
 What is measured (servers and clients are separate processes on 127.0.0.1):
 
