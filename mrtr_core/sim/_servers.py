@@ -1,16 +1,19 @@
 """The server side of a run: the balancer, the instances, crashes and key rotation.
 
 Each instance is a driver of the real :class:`~mrtr_core.app.App`: ``receive``, claim a
-single-use state on the shared replay guard, run the (sync) handler, ``complete``. Before
-the handler runs, the simulator judges the state the app accepted against its own register
-of issued states (S9-S12).
+single-use state on the shared replay guard, run the handler, ``complete``. An ``async def``
+handler is stepped to completion inline, as the sync driver does
+(:func:`~mrtr_core.app.run_inline`): one that suspends on an event loop fails its request
+with a typed error naming that. Before the handler runs, the simulator judges the state the
+app accepted against its own register of issued states (S9-S12).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Final
 
-from mrtr_core.app import Reply
+from mrtr_core.app import Reply, run_inline
 from mrtr_core.sim import invariants as inv
 from mrtr_core.sim._state import Instance, Issued, Leg, RunState, is_refusal
 from mrtr_core.sim.hostile import hostile_reply
@@ -126,6 +129,8 @@ class ServerSide(RunState):
         self.effects.serving = flow.op
         try:
             value = step.invoke()
+            if inspect.iscoroutine(value):
+                value = run_inline(value)
         except Exception as exc:
             reply = app.complete(step, now, raised=exc)
         except BaseException as exc:  # the engine's control flow (a pending question)

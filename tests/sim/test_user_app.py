@@ -4,6 +4,7 @@ prints the same report byte for byte."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -182,3 +183,77 @@ def test_refused_probes_are_counted_once_however_often_their_answers_arrive() ->
     assert report.ok, report.summary()
     assert report.counters.duplicated > 0
     assert 0 < report.counters.probes_refused <= report.counters.probes
+
+
+def _async_app(codec: StateCodec, effects: Effects) -> App:
+    """The same kinds of handler as ``_trips``, each ``async def``, with ``amemo``/``aonce``."""
+    app = App("async-trips", "1.0", codec=codec)
+
+    async def plan() -> dict[str, int]:
+        return {"nights": 3}
+
+    async def charge() -> int:
+        return effects.ran("charge")
+
+    @app.tool(single_use=True)
+    async def pay(ctx: Context, amount: int) -> str:
+        nights = (await ctx.amemo("plan", plan))["nights"]
+        confirm = ctx.ask("confirm", form(f"Pay {amount} for {nights} nights?", note=str))
+        charged = await ctx.aonce("charge", charge)
+        return f"paid {amount}: {(content(confirm) or {}).get('note')} ({charged})"
+
+    @app.prompt()
+    async def letter(ctx: Context, to: str) -> Any:
+        draft = ctx.ask("draft", sample(f"Write to {to}", 100))
+        text = draft.content.get("text") if isinstance(draft.content, dict) else None
+        return [f"Dear {to}, {text}"]
+
+    @app.resource("trips://report/{rid}")
+    async def report(ctx: Context, uri: str, rid: str) -> str:
+        publish = ctx.ask("publish", form(f"Publish {rid}?", note=str))
+        return json.dumps({"rid": rid, "note": (content(publish) or {}).get("note")})
+
+    return app
+
+
+def _async_operations(index: int, prng: Prng) -> Operation:
+    op = f"op-{index}"
+    kind = ("pay", "letter", "report")[index % 3]
+    if kind == "letter":
+        return Operation(op=op, method="prompts/get",
+                         params={"name": "letter", "arguments": {"to": op}})
+    if kind == "report":
+        return Operation(op=op, method="resources/read", params={"uri": f"trips://report/{op}"})
+    return Operation(op=op, method="tools/call", single_use=True,
+                     params={"name": "pay", "arguments": {"amount": index}})
+
+
+def _echoes_its_answer(operation: Operation, result: JsonObject, answers: Any) -> str:
+    return "" if f"{operation.op}:" in json.dumps(result) else "the answer is not in the result"
+
+
+def test_async_handlers_of_every_kind_run_under_the_simulator() -> None:
+    workload = AppWorkload(app_factory=_async_app, operations=_async_operations,
+                           check_fn=_echoes_its_answer, pass_effects=True)
+    report = Simulation(12, flows=60, workload=workload).run()
+    assert report.ok, report.summary()
+    assert report.outcomes == {"completed": 60}
+    assert report.counters.effects == 20  # every payment charged, once
+
+
+def test_an_async_handler_that_suspends_fails_its_flow_saying_why() -> None:
+    def make(codec: StateCodec) -> App:
+        app = App("suspends", "1.0", codec=codec)
+
+        @app.tool()
+        async def wait(ctx: Context) -> str:
+            await asyncio.sleep(0)
+            return "waited"
+
+        return app
+
+    workload = AppWorkload(app_factory=make, operations=lambda index, prng: Operation(
+        op=f"op-{index}", method="tools/call", params={"name": "wait", "arguments": {}}))
+    report = Simulation(13, flows=1, workload=workload, shrink=False).run()
+    assert [v.invariant for v in report.violations] == [inv.LIVENESS]
+    assert "an async handler suspended on an event loop" in report.violations[0].detail
