@@ -116,6 +116,19 @@ class Faults:
         """Names of the faults with a non-zero rate."""
         return tuple(name for name in FAULT_NAMES if getattr(self, name) > 0.0)
 
+    def spec(self) -> str:
+        """The text :meth:`parse` reads back as exactly these rates, e.g.
+        ``loss=0.013998309914429392,crash=0.02`` (``none`` when nothing is on).
+
+        Unlike :meth:`describe`, no rate is rounded: a rate drawn from a seed
+        (:meth:`drawn`) that came back rounded would change which draws hit, and a
+        reproduction would run another run.
+        """
+        active = self.active()
+        if not active:
+            return "none"
+        return ",".join(f"{name}={getattr(self, name)!r}" for name in active)
+
     def describe(self) -> str:
         """One line, e.g. ``loss=0.01 duplicate=0.05`` (``none`` when nothing is on)."""
         active = self.active()

@@ -72,7 +72,8 @@ class Report:
         violations: Every invariant violation seen (empty: all held).
         transcript: The shortest transcript showing the first violation (after shrinking),
             or the run's own transcript when it was recorded.
-        reproduce: How to re-run the shrunk failure (seed, flows, faults).
+        reproduce: How to re-run the shrunk failure (seed, flows, faults, instances,
+            balancer, clients).
     """
 
     seed: int

@@ -134,8 +134,8 @@ def shrink(sim: Simulation, report: Report, budget: int = 40) -> Report:
     selected = best.select if best.select is not None else tuple(range(best.flows))
     reproduce = (
         f"Simulation(seed={best.seed}, flows={best.flows}, select={_ranges(selected)}, "
-        f"faults=Faults.parse({best.faults.describe().replace(' ', ',')!r}), "
-        f"instances={best.instances}, balancer={best.balancer!r}"
+        f"faults=Faults.parse({best.faults.spec()!r}), "
+        f"instances={best.instances}, balancer={best.balancer!r}, clients={best.clients}"
         + (f", mutations={best.mutations!r}" if best.mutations.active() else "")
         + f").run()  # {len(selected)} flow(s), {shrinker.runs} shrinking runs"
     )

@@ -66,3 +66,25 @@ def test_campaign_with_every_fault_on_catches_the_planted_bug(bug: str) -> None:
 def test_without_mutations_the_same_campaign_passes() -> None:
     report = campaign(33, flows=1500)
     assert report.ok, report.summary()
+
+
+def test_the_printed_reproduction_builds_the_failing_simulation_with_its_exact_rates() -> None:
+    # Rates drawn from a seed have many digits: rounded, they would hit other draws.
+    faults = Faults.drawn(34)
+    report = Simulation(34, flows=300, faults=faults, clients=3,
+                        mutations=Mutations(accept_replayed=True)).run()
+    assert not report.ok and report.reproduce is not None
+    code = report.reproduce.split("  #")[0].removesuffix(".run()")
+    rerun = eval(code, {"Simulation": Simulation, "Faults": Faults, "Mutations": Mutations})
+    assert isinstance(rerun, Simulation)
+    assert rerun.clients == 3
+    kept = rerun.faults.active()
+    assert kept  # the shrinker turns faults off, never changes a rate it keeps
+    assert {name: getattr(rerun.faults, name) for name in kept} == {
+        name: getattr(faults, name) for name in kept}
+    assert inv.SINGLE_USE in {v.invariant for v in rerun.run().violations}
+
+
+def test_fault_spec_reads_back_as_the_same_rates() -> None:
+    for faults in (Faults.none(), Faults.all(), Faults.drawn(7), Faults(loss=1 / 3)):
+        assert Faults.parse(faults.spec()) == faults
