@@ -305,19 +305,47 @@ def describe_url(url: str) -> tuple[Text, list[str]]:
     if not host:
         notes.append("this URL names no host")
         return text, notes
-    start = cleaned.lower().find(host, cleaned.find("//") + 2 if "//" in cleaned else 0)
-    if start >= 0:
-        text.stylize("bold reverse", start, start + len(host))
+    span = _host_span(cleaned, host)
+    if span is not None:
+        text.stylize("bold reverse", *span)
     if parts.scheme != "https" and host not in ("localhost", "127.0.0.1", "::1"):
         notes.append(f"not HTTPS ({clean(parts.scheme) or 'no scheme'})")
     if parts.username is not None:
         notes.append(f"text before '@' is not the domain; the domain is {clean(host)}")
+    if "\\" in parts.netloc:
+        # WHATWG URL: for http(s) a backslash ends the host like '/', so a browser may open
+        # the text before it rather than the domain named here.
+        notes.append("the address has a backslash; a browser may read the domain differently")
     if not host.isascii():
         try:
             notes.append(f"international domain; it is spelled {host.encode('idna').decode()}")
         except UnicodeError:
             notes.append("international domain that cannot be spelled in ASCII")
     return text, notes
+
+
+def _host_span(cleaned: str, host: str) -> tuple[int, int] | None:
+    """Where ``host`` (``urlsplit``'s lower-cased hostname) stands in the shown URL.
+
+    Found the way ``urlsplit`` finds it (RFC 3986 §3.2): in the authority after ``//``, past
+    the last ``@``, before any port; never a look-alike in the user info or the path. ``None``
+    when that text is not the host (the URL held characters ``urlsplit`` drops).
+    """
+    begin = cleaned.find("//")
+    if begin < 0:
+        return None
+    begin += 2
+    end = min((at for at in (cleaned.find(sep, begin) for sep in "/?#") if at >= 0),
+              default=len(cleaned))
+    start = begin + cleaned[begin:end].rfind("@") + 1
+    if cleaned.startswith("[", start):
+        start += 1
+        stop = cleaned.find("]", start, end)
+    else:
+        stop = cleaned.find(":", start, end)
+    if stop < 0:
+        stop = end
+    return (start, stop) if cleaned[start:stop].lower() == host else None
 
 
 def _range(low: float | None, high: float | None, unit: str = "") -> str:

@@ -190,7 +190,7 @@ class Inputs:
     # --- elicitation ------------------------------------------------------------------------
 
     def _note(self, key: str, how: str, result: ElicitResult) -> None:
-        line = Text(f"  {key}: {how} → {result.action}", style="dim")
+        line = Text(f"  {clean(key)}: {how} → {result.action}", style="dim")
         if result.content:
             line.append(" ")
             line.append(plain(json.dumps(result.content, ensure_ascii=False), "dim", limit=400))
@@ -235,7 +235,7 @@ class Inputs:
                 key, "a URL needs the person's consent and nobody is at a terminal")
         # Without a prompt the whole URL is still shown (C10); this client never opens it.
         shown, notes = describe_url(request.url)
-        self.console.print(Text.assemble(f"  {key}: URL ", shown,
+        self.console.print(Text.assemble(f"  {clean(key)}: URL ", shown,
                                          " (not opened by mrtr)", *[f" ⚠ {n}" for n in notes]))
         self._note(key, "answers file" if key in self.answers else "--yes", result)
         return result
@@ -266,7 +266,7 @@ class Inputs:
                                    model=SAMPLING_MODEL, stop_reason=stop)
 
     def _show_sampling(self, key: str, request: CreateMessageRequest) -> None:
-        self.console.print(Text(f"Sampling request {key} (max {request.max_tokens} tokens):",
+        self.console.print(Text(f"Sampling request {clean(key)} (max {request.max_tokens} tokens):",
                                 style="bold"))
         if request.system_prompt:
             self.console.print(plain(f"  system: {request.system_prompt}", "dim", limit=2000))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mrtr_cli.forms import describe_url
 
 from mrtr_core.wire.forms import FormSchemaError, FormSpec
 from mrtr_core.wire.models import ElicitFormRequest, ElicitUrlRequest
@@ -283,6 +284,33 @@ def test_url_mode_warns_about_plain_http_and_user_info(terminal: Any) -> None:
                                             url="http://bank.example@evil.example/login"))
     assert "not HTTPS" in term.text
     assert "the domain is evil.example" in term.text
+
+
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        # The user info lower-cases longer ("İ" becomes two characters): the highlight must
+        # not slide onto a look-alike in the path.
+        ("https://" + "İ" * 9 + "@evil.com/good.com", "evil.com"),
+        # The host's name also appears in the user info: the host is the one after '@'.
+        ("https://evil.example.net@evil.example/", "evil.example"),
+        ("https://EVIL.Example:8443/x", "EVIL.Example"),
+        ("https://[::1]:8443/x", "::1"),
+    ],
+)
+def test_url_mode_highlights_the_host_itself(url: str, host: str) -> None:
+    shown, _ = describe_url(url)
+    (span,) = [s for s in shown.spans if s.style == "bold reverse"]
+    assert shown.plain[span.start:span.end] == host
+    assert shown.plain[span.start - 1] in "/@["  # the whole host, where it stands
+    assert shown.plain[span.end:span.end + 1] in ("/", ":", "]")
+
+
+def test_url_mode_warns_about_a_backslash_in_the_address() -> None:
+    # urlsplit takes good.example as the host; a browser (WHATWG URL) reads the backslash as
+    # '/' and opens evil.example.
+    _, notes = describe_url("https://evil.example\\@good.example/")
+    assert any("backslash" in note for note in notes)
 
 
 def test_url_mode_end_of_input_cancels(terminal: Any) -> None:

@@ -235,3 +235,21 @@ def test_url_without_person_is_shown_and_needs_consent_from_somewhere() -> None:
         "u", ElicitUrlRequest(message="m", url="https://a.example/x"))
     assert answer.action == "accept"
     assert "https://a.example/x (not opened by mrtr)" in text_of(console)
+
+
+def test_input_keys_from_the_server_cannot_send_escape_sequences(terminal: Any) -> None:
+    key = "k\x1b[2J\x1b]0;title\x07"
+    form_request = ElicitFormRequest(message="m", requested_schema={
+        "type": "object", "properties": {"ok": {"type": "boolean"}}})
+    url_request = ElicitUrlRequest(message="m", url="https://a.example/x")
+    sampling_request = CreateMessageRequest(
+        messages=[{"role": "user", "content": {"type": "text", "text": "hi"}}], max_tokens=5)
+    term = terminal(["y"])
+    automatic = Inputs(console=term.console, auto=True)
+    automatic.answer(key, form_request)  # the note about the automatic answer
+    automatic.answer(key, url_request)  # the URL shown without a prompt
+    Inputs(console=term.console, prompter=term.prompter,
+           sampling=SamplingConfig(reply="x")).answer(key, sampling_request)
+    assert "\x1b" not in term.text
+    assert "\x07" not in term.text
+    assert term.text.count("k\\u001b[2J\\u001b]0;title\\u0007") == 4
