@@ -10,6 +10,7 @@ keys are ``action`` (one of accept, decline, cancel) and ``content`` is read as 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -106,14 +107,13 @@ def _sample_string(field: FormField) -> str:
 def _sample_number(field: FormField) -> int | float:
     low, high = field.minimum, field.maximum
     if low is not None:
-        value: int | float = low
-    elif high is not None:
+        # The least integer at or above a fractional minimum.
+        return math.ceil(low) if field.kind == "integer" else low
+    if high is not None:
         value = min(high, 0)
-    else:
-        value = 0
-    if field.kind == "integer" and isinstance(value, float):
-        value = int(value) if value.is_integer() else int(value) + 1
-    return value
+        # The greatest integer at or below a fractional maximum.
+        return math.floor(value) if field.kind == "integer" else value
+    return 0
 
 
 def auto_content(spec: FormSpec, *, fill: bool = False) -> dict[str, Value]:

@@ -120,6 +120,16 @@ def test_demo_filler_answers_every_required_field_validly() -> None:
     assert formats.problems(auto_content(formats, fill=True)) == []
 
 
+@pytest.mark.parametrize(("bounds", "expected"), [
+    ({"maximum": -0.5}, -1), ({"minimum": -1.5}, -1), ({"minimum": 2.5}, 3),
+    ({"maximum": 7}, 0), ({"minimum": 2.5, "maximum": 3.5}, 3),
+])
+def test_demo_filler_picks_an_integer_inside_fractional_bounds(bounds, expected) -> None:
+    spec = FormSpec.from_schema({"type": "object", "properties": {
+        "n": {"type": "integer", **bounds}}, "required": ["n"]})
+    assert auto_content(spec, fill=True) == {"n": expected}
+
+
 # --- the dispatcher ------------------------------------------------------------------------------
 
 
