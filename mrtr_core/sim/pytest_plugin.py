@@ -129,7 +129,7 @@ class SimRunner:
             operations: ``(index, prng) -> Operation``: what each client asks.
             answer: ``(operation, key, request) -> answer`` (default: valid honest answers).
             check: ``(operation, result, answers) -> problem`` ("" when the result is right).
-            flows: How many operations (``--mrtr-sim-flows`` overrides).
+            flows: How many operations, at least one (``--mrtr-sim-flows`` overrides).
             faults: A :class:`Faults` or its text form (``--mrtr-sim-faults`` overrides).
             seed: The seed (``--mrtr-sim-seed`` overrides; default: from the test's id).
             expect_ok: Fail the test when an invariant breaks (the default).
@@ -138,6 +138,9 @@ class SimRunner:
                 twice for one operation breaks the single-use invariant.
             **options: More :class:`~mrtr_core.sim.Simulation` arguments (``instances``,
                 ``balancer``, ``clients``, ``timing``, ``mutations``, ...).
+
+        Raises:
+            ValueError: ``flows`` is below one.
         """
         if workload is None:
             if app_factory is None or operations is None:
@@ -150,6 +153,9 @@ class SimRunner:
             seed = self.default_seed
         if self._forced_flows is not None:
             flows = self._forced_flows
+        if flows < 1:
+            # Zero flows would pass every invariant without simulating anything.
+            raise ValueError(f"flows must be at least 1, got {flows}")
         chosen = self._forced_faults if self._forced_faults is not None else faults
         fault_rates = Faults.parse(chosen) if isinstance(chosen, str) else chosen
         first = len(self.reports)

@@ -186,3 +186,13 @@ def test_runner_refuses_a_seed_count_below_one() -> None:
 
     with pytest.raises(ValueError, match="seeds must be at least 1, got 0"):
         SimRunner("test_x", None, None, None, seeds=0)
+
+
+def test_runner_refuses_a_run_of_no_flows() -> None:
+    from mrtr_core.sim import ReferenceWorkload
+    from mrtr_core.sim.pytest_plugin import SimRunner
+
+    runner = SimRunner("test_x", None, None, None)
+    with pytest.raises(ValueError, match="flows must be at least 1, got 0"):
+        runner.run(ReferenceWorkload(), flows=0)
+    assert runner.reports == []
