@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
@@ -167,6 +168,16 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(literal: str) -> float:
+    # A literal beyond the double range ("1e400") would decode to Infinity, which no reply
+    # can carry back (encode refuses non-finite numbers): refused like NaN and Infinity.
+    # RFC 8259 §6 lets an implementation limit the range of the numbers it accepts.
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"number {literal[:40]} is out of range")
+    return value
+
+
 def _depth_exceeds(value: Any, max_depth: int) -> bool:
     """Whether ``value`` nests containers deeper than ``max_depth`` (iterative, no recursion)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -184,7 +195,9 @@ def _depth_exceeds(value: Any, max_depth: int) -> bool:
     return False
 
 
-_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+_DECODE: Final = json.JSONDecoder(
+    parse_constant=_reject_constant, parse_float=_finite_float
+).decode
 _BOM_ERROR: Final = json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", "", 0)
 _ENCODE: Final = jsontext.reusable(
     json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -211,7 +224,8 @@ def decode(
         The JSON value (dict, list, str, int, float, bool or None).
 
     Raises:
-        ParseError: Too large, not UTF-8, not JSON, ``NaN``/``Infinity``, or too deep.
+        ParseError: Too large, not UTF-8, not JSON, ``NaN``/``Infinity`` (or a number too
+            large to be finite, e.g. ``1e400``), or too deep.
     """
     if len(data) > max_bytes:
         raise ParseError(f"message of {len(data)} bytes exceeds the limit of {max_bytes} bytes")

@@ -210,6 +210,17 @@ def test_malformed_json_gets_400_parse_error_and_the_connection_stays_usable():
     assert (good.status, good.json()["id"]) == (200, 2)
 
 
+def test_a_number_too_large_to_be_finite_gets_400_parse_error():
+    # 1e400 would reach the app as Infinity, which no reply can carry back.
+    client, server = RawClient(), HttpServerConnection()
+    body = json.dumps(call_tool("echo", 1, text="hi")).replace('"hi"', "1e400", 1)
+    exchange, bad = one(client, server, client.request(body.encode(), mcp_headers()))
+    assert not exchange.received
+    assert (bad.status, bad.json()["error"]["code"]) == (400, -32700)
+    _, good = one(client, server, client.post(call_tool("echo", 2)))
+    assert (good.status, good.json()["id"]) == (200, 2)
+
+
 @pytest.mark.parametrize(
     "body",
     [[call_tool()], "just a string", 42, None, {"jsonrpc": "1.0", "id": 1, "method": "x"}],

@@ -35,6 +35,17 @@ def test_decode_refuses_what_is_not_one_json_value(data):
     assert isinstance(info.value, RemoteProtocolError)
 
 
+@pytest.mark.parametrize("data", [b"1e400", b'{"a": -1E999}', b"[" + b"9" * 400 + b".5]"])
+def test_decode_refuses_numbers_too_large_to_be_finite(data):
+    # They would decode to Infinity, which no reply can carry back.
+    with pytest.raises(ParseError, match="out of range"):
+        jsonrpc.decode(data)
+
+
+def test_decode_keeps_large_finite_numbers():
+    assert jsonrpc.decode(b"[1e308, -2.5E-400, 1" + b"0" * 400 + b"]") == [1e308, -0.0, 10**400]
+
+
 def test_decode_refuses_oversize_input_before_parsing():
     with pytest.raises(ParseError, match="exceeds the limit of 10"):
         jsonrpc.decode(b'"' + b"a" * 20 + b'"', max_bytes=10)
