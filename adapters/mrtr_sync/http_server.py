@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import selectors
 import socket
 import threading
@@ -44,6 +45,9 @@ PrincipalOf = Callable[[Mapping[str, list[bytes]]], "str | None"]
 """Derives the authenticated principal from a request's headers (lower-cased names)."""
 
 _READ_SIZE = 65536
+# accept() errors that last until a descriptor (or memory) is freed: the listener stays
+# readable meanwhile, so the loop waits for a connection to end instead of trying again.
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class HttpServer:
@@ -95,6 +99,7 @@ class HttpServer:
         self._stopping = False
         self._accept_thread: threading.Thread | None = None
         self._done = threading.Event()
+        self._freed = threading.Event()  # a connection ended (or the server is stopping)
 
     @property
     def url(self) -> str:
@@ -127,7 +132,11 @@ class HttpServer:
                 for key, _ in selector.select(SIGNAL_CHECK_S):
                     if key.fileobj is self._wake_r or self._stopping:
                         return
-                    self._accept()
+                    self._freed.clear()
+                    if not self._accept():
+                        # Out of descriptors: try again once a connection ends and frees
+                        # one, or after a pause (something else may free one).
+                        self._freed.wait(SIGNAL_CHECK_S)
         finally:
             selector.close()
             self._done.set()
@@ -138,6 +147,7 @@ class HttpServer:
             self._stopping = True
             conns = {sock: served.thread for sock, served in self._conns.items()}
             leaving = list(self._leaving)
+        self._freed.set()
         with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
         if self._accept_thread is not None:
@@ -158,22 +168,25 @@ class HttpServer:
 
     # -- connections -------------------------------------------------------------------------
 
-    def _accept(self) -> None:
+    def _accept(self) -> bool:
+        """Take one waiting connection; ``False`` when the process is out of descriptors
+        or memory (``EMFILE`` and the like), so that accepting fails until one is freed."""
         try:
             sock, _ = self._listener.accept()
-        except OSError:
-            return
+        except OSError as exc:
+            return exc.errno not in _OUT_OF_RESOURCES
         with self._lock:
             full = len(self._conns) >= self.max_connections
             if self._stopping or (full and not self._make_room()):
                 sock.close()
-                return
+                return True
             served = _Served(HttpServerConnection(self.config, tool_schema=self._tool_schema))
             served.thread = signal_safe_thread(
                 self._serve_connection, sock, served, name="mrtr-http-conn"
             )
             self._conns[sock] = served
         served.thread.start()
+        return True
 
     def _make_room(self) -> bool:
         """(Lock held.) Close the oldest connection that only waits for its client, to take
@@ -237,6 +250,7 @@ class HttpServer:
             with self._lock:
                 self._conns.pop(sock, None)
             sock.close()
+            self._freed.set()
 
     def _tool_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -136,6 +137,56 @@ def _read_to_the_end(sock: socket.socket) -> bytes:
     while chunk := sock.recv(4096):
         data += chunk
     return data
+
+
+def test_http_server_out_of_descriptors_pauses_accepting_instead_of_spinning(gate):
+    # accept() failing with EMFILE leaves the listener readable: retrying at once would
+    # spin a core until a descriptor is freed. The server waits for a connection to end
+    # (or a pause) first, then accepts what is waiting.
+    from mrtr_sync.http_server import HttpServer
+
+    srv = HttpServer(make_app(gate), "127.0.0.1", 0)
+    real = srv._listener
+    calls: list[str] = []
+    parked, release = threading.Event(), threading.Event()
+
+    class Exhausted:
+        """The listener of a process out of file descriptors, until ``release``."""
+
+        def fileno(self):
+            return real.fileno()
+
+        def accept(self):
+            calls.append("accept")
+            if not release.is_set():
+                raise OSError(errno.EMFILE, "Too many open files")
+            return real.accept()
+
+        def close(self):
+            real.close()
+
+    class Freed(threading.Event):
+        def wait(self, timeout=None):
+            calls.append("wait")
+            parked.set()
+            return release.wait(TIMEOUT)
+
+    srv._listener, srv._freed = Exhausted(), Freed()
+    srv.start()
+    try:
+        with HttpTransport(srv.url) as transport:
+            answer: dict = {}
+            asking = threading.Thread(target=lambda: answer.update(
+                transport.request(call_tool("echo", 1, text="hi"), timeout=TIMEOUT)))
+            asking.start()
+            assert parked.wait(TIMEOUT)
+            assert calls == ["accept", "wait"]  # parked after one failure, not retrying
+            release.set()
+            asking.join(TIMEOUT)
+            assert text_of(answer) == "hi"
+    finally:
+        release.set()
+        srv.shutdown()
 
 
 def test_http_server_times_out_a_stalled_client(gate):
