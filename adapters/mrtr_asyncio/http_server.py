@@ -28,6 +28,8 @@ from typing import Any
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
+    LINGER_MAX_BYTES,
+    LINGER_S,
     NEED_DATA,
     ConnectionEnded,
     HttpServerConfig,
@@ -156,6 +158,8 @@ class _Connection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.paused = False  # the client is not reading our replies fast enough
         self.closed = False
+        self.lingering = False  # half-closed after our last response, discarding the rest
+        self.discarded = 0  # bytes discarded while lingering
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -171,6 +175,11 @@ class _Connection(asyncio.Protocol):
         self._process()
 
     def data_received(self, data: bytes) -> None:
+        if self.lingering:
+            self.discarded += len(data)
+            if self.discarded > LINGER_MAX_BYTES:
+                self._end_lingering()
+            return
         if self.closed:
             return
         self.conn.receive_data(data)
@@ -185,6 +194,9 @@ class _Connection(asyncio.Protocol):
             self._process()
 
     def eof_received(self) -> bool:
+        if self.lingering:
+            self._end_lingering()
+            return False
         if self.closed:
             return False
         self.conn.receive_data(b"")
@@ -207,6 +219,8 @@ class _Connection(asyncio.Protocol):
             self.task.cancel()
 
     def pause_writing(self) -> None:
+        if self.lingering:
+            return  # its own timer bounds the rest; reading on is the point
         self.paused = True
         if self.transport is not None:
             self.transport.pause_reading()
@@ -237,6 +251,7 @@ class _Connection(asyncio.Protocol):
 
     def abort(self) -> None:
         self.closed = True
+        self.lingering = False
         if self.transport is not None:
             self.transport.abort()
 
@@ -280,6 +295,27 @@ class _Connection(asyncio.Protocol):
 
     def _close(self) -> None:
         self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        transport = self.transport
+        if transport is None:
+            return
+        if self.conn.peer_may_still_send and transport.can_write_eof():
+            # RFC 9112 §9.6: close in stages, or the client's unread bytes make the kernel
+            # reset the connection and our response may be lost. Half-close, discard what
+            # still arrives until the client closes too, for a bounded time and size.
+            self.lingering = True
+            transport.write_eof()
+            transport.resume_reading()  # (a no-op unless reading was paused)
+            self.deadline = self.loop.time() + LINGER_S
+            self.timer = self.loop.call_at(self.deadline, self._end_lingering)
+            return
+        transport.close()
+
+    def _end_lingering(self) -> None:
+        """The client closed, sent ``LINGER_MAX_BYTES``, or ``LINGER_S`` passed: close."""
+        self.lingering = False
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None

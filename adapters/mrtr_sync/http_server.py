@@ -29,6 +29,8 @@ from typing import Any
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.http import (
+    LINGER_MAX_BYTES,
+    LINGER_S,
     NEED_DATA,
     ConnectionEnded,
     HttpServerConfig,
@@ -233,6 +235,7 @@ class HttpServer:
                     if data is None:
                         conn.timed_out()
                         self._send(sock, conn.data_to_send())
+                        self._linger(sock, conn)
                         return
                     conn.receive_data(data)
                 elif isinstance(event, MessageReceived):
@@ -243,6 +246,7 @@ class HttpServer:
                     self._send(sock, conn.data_to_send())
                     served.answering = False
                 elif isinstance(event, ConnectionEnded):
+                    self._linger(sock, conn)
                     return
         except OSError:
             return  # the peer went away; only this connection is affected
@@ -251,6 +255,21 @@ class HttpServer:
                 self._conns.pop(sock, None)
             sock.close()
             self._freed.set()
+
+    def _linger(self, sock: socket.socket, conn: HttpServerConnection) -> None:
+        """Close in stages when the client may still be sending (RFC 9112 §9.6): half-close,
+        then discard what arrives until it closes too, for at most ``LINGER_S`` seconds and
+        ``LINGER_MAX_BYTES`` bytes, so our last response is not lost to a reset."""
+        if not conn.peer_may_still_send:
+            return
+        sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + LINGER_S
+        discarded = 0
+        while discarded <= LINGER_MAX_BYTES:
+            data = self._receive(sock, deadline - time.monotonic())
+            if not data:
+                return  # the client closed (or a shutdown made room), or time is up
+            discarded += len(data)
 
     def _tool_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""

@@ -30,6 +30,8 @@ import trio
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
+    LINGER_MAX_BYTES,
+    LINGER_S,
     NEED_DATA,
     ConnectionEnded,
     HttpServerConfig,
@@ -80,6 +82,9 @@ class _StreamIO:
 
     async def checkpoint(self) -> None:
         """Nothing: every stream operation already is a checkpoint."""
+
+    def send_eof(self) -> None:
+        """Nothing: a TLS stream cannot half-close (the discarding alone avoids the reset)."""
 
 
 class _SocketIO:
@@ -143,6 +148,10 @@ class _SocketIO:
             if scope.cancelled_caught:
                 raise _Stalled
 
+    def send_eof(self) -> None:
+        """Half-close: the client reads the end of our response."""
+        self._sock.shutdown(socket.SHUT_WR)
+
     async def checkpoint(self) -> None:
         """Yield once per request when the socket never made the task wait."""
         if not self.waited:
@@ -155,6 +164,23 @@ class _SocketIO:
 
 
 _IO = _StreamIO | _SocketIO
+
+
+async def _linger(io: _IO, conn: HttpServerConnection) -> None:
+    """Close in stages when the client may still be sending (RFC 9112 §9.6): half-close,
+    then discard what arrives until it closes too, for at most ``LINGER_S`` seconds and
+    ``LINGER_MAX_BYTES`` bytes, so our last response is not lost to a reset. It runs in the
+    connection's scope and slot: a server making room may end it."""
+    if not conn.peer_may_still_send:
+        return
+    io.send_eof()
+    deadline = trio.current_time() + LINGER_S
+    discarded = 0
+    while discarded <= LINGER_MAX_BYTES:
+        data = await io.receive(lambda: deadline)
+        if not data:
+            return  # the client closed, or time is up
+        discarded += len(data)
 
 
 class _Slot:
@@ -258,6 +284,7 @@ class _Server:
                     out = conn.data_to_send()
                     if out:
                         await io.send(out)
+                    await _linger(io, conn)
                     return
                 conn.receive_data(data)
             elif isinstance(event, MessageReceived):
@@ -271,6 +298,7 @@ class _Server:
                 await io.send(conn.data_to_send())
                 slot.answering = False
             elif isinstance(event, ConnectionEnded):
+                await _linger(io, conn)
                 return
 
     def _tool_schema(self, name: str) -> dict[str, Any] | None:

@@ -42,6 +42,8 @@ from mrtr_core.http._params import (
     validate_param_headers,
 )
 from mrtr_core.http._server import (
+    LINGER_MAX_BYTES,
+    LINGER_S,
     ConnectionEnded,
     HttpRequestError,
     HttpServerConfig,
@@ -62,6 +64,8 @@ __all__ = [
     "HEADER_MCP_METHOD",
     "HEADER_MCP_NAME",
     "HEADER_PROTOCOL_VERSION",
+    "LINGER_MAX_BYTES",
+    "LINGER_S",
     "NEED_DATA",
     "PARAM_HEADER_PREFIX",
     "AsyncHttpTransportBase",

@@ -44,6 +44,8 @@ from mrtr_core.http._sse import encode_sse_event
 from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
 
 __all__ = [
+    "LINGER_MAX_BYTES",
+    "LINGER_S",
     "ConnectionEnded",
     "HttpRequestError",
     "HttpServerConfig",
@@ -52,6 +54,14 @@ __all__ = [
     "RequestRejected",
     "ServerEvent",
 ]
+
+LINGER_S: Final = 2.0
+"""Seconds a server keeps reading (and discarding) what a client still sends after a
+response that ends the connection (see :attr:`HttpServerConnection.peer_may_still_send`)."""
+
+LINGER_MAX_BYTES: Final = 16 * 1024 * 1024
+"""Bytes a server reads and discards at most in that time; a client sending more is cut off
+(its connection reset), so lingering is bounded work even for a hostile peer."""
 
 
 @attrs.frozen(kw_only=True)
@@ -343,7 +353,28 @@ class HttpServerConnection:
         """Only the client can move this connection on: no request is being answered and
         nothing is left to send (between requests, or a request still arriving). A server
         out of connection slots may close such a connection to take a new one."""
-        return not (self._awaiting_reply or self._out or self._ended)
+        return not (self._awaiting_reply or self._out) and (
+            not self._ended or self.peer_may_still_send
+        )
+
+    @property
+    def peer_may_still_send(self) -> bool:
+        """The connection ended on our side (a 413, a refused ``100-continue``, a malformed
+        or late request) while the client may still be sending what we did not read.
+
+        Closing a socket with unread bytes makes the kernel reset the connection, which may
+        destroy our response before the client reads it. RFC 9112 §9.6: close in stages
+        instead: half-close the write side after the response, read and discard what still
+        arrives (at most :data:`LINGER_S` seconds and :data:`LINGER_MAX_BYTES` bytes), then
+        close. A connection doing so only waits for its client (:attr:`waiting_for_peer`).
+        """
+        h11_conn = self._h11
+        if not self._ended or h11_conn.trailing_data[1]:  # the client already closed its side
+            return False
+        state = h11_conn.their_state
+        return state is h11.SEND_BODY or state is h11.ERROR or (
+            state is h11.IDLE and bool(h11_conn.trailing_data[0])
+        )
 
     @property
     def ended(self) -> bool:

@@ -181,6 +181,20 @@ def test_oversize_content_length_gets_413_and_closes_before_reading_the_body():
     assert resp.status == 413
     assert resp.headers["connection"] == "close"
     assert server.ended
+    # RFC 9112 §9.6: the body is still coming, so the driver closes in stages, and a
+    # connection doing so only waits for its client (a full server may end it).
+    assert server.peer_may_still_send and server.waiting_for_peer
+
+
+def test_connections_ended_by_the_client_or_between_requests_do_not_linger():
+    client, server = RawClient(), HttpServerConnection()
+    serve(server, client.post(call_tool(text="hi")))
+    assert not server.peer_may_still_send  # open, between requests
+    serve(server, b"")
+    assert server.ended and not server.peer_may_still_send
+    idle = HttpServerConnection()
+    idle.timed_out()
+    assert idle.ended and not idle.peer_may_still_send
 
 
 def test_oversize_chunked_body_gets_413():
