@@ -685,14 +685,13 @@ class ClientFlow:
         # C7: a missing resultType means complete; an unknown one is invalid (digest §1.1).
         result_type = result.get("resultType", RESULT_TYPE_COMPLETE)
         if result_type == RESULT_TYPE_COMPLETE:
-            if self._method in MRTR_METHODS:
-                # digest §1.3: the method's result type names its payload (content,
-                # messages, contents); one without it is no result of that method.
-                try:
-                    check_complete_result(self._method, result)
-                except CodecError as exc:
-                    exc.result = result
-                    return self._reject(exc)
+            # digest §1.3: an MRTR method's result type names its payload (content,
+            # messages, contents); one without it is no result of that method.
+            try:
+                check_complete_result(self._method, result)
+            except CodecError as exc:
+                exc.result = result
+                return self._reject(exc)
             self._outstanding = None
             self._result = result
             self._state = TRANSITIONS[self._state, _T_COMPLETED]

@@ -351,13 +351,19 @@ def test_manual_mode_per_call_and_next_round(rt: Runtime) -> None:
     assert h.log == [] and len(server.requests) == 3
 
 
+def _manual_deploy_round(rt: Runtime) -> tuple[ScriptedServer, Any, InputRequired]:
+    """A manual-mode deploy call stopped at its round of two questions: the server, the
+    client handle and the pending round."""
+    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
+    h = rt.client(server, auto=False, elicitation=deploy_handlers())
+    return server, h, error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+
+
 @pytest.mark.parametrize("answers", [{"confirm_deploy": CONFIRMED}, {}])
 def test_resume_without_every_answer_is_refused_at_once(
     rt: Runtime, answers: dict[str, Any]
 ) -> None:
-    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
-    h = rt.client(server, auto=False, elicitation=deploy_handlers())
-    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    server, h, pending = _manual_deploy_round(rt)
     before = rt.now()
     refused = rt.call(h, "resume", pending, answers)
     error = error_of(refused, LocalProtocolError)
@@ -374,9 +380,7 @@ def test_resume_without_every_answer_is_refused_at_once(
 def test_resume_with_an_unknown_key_or_a_malformed_answer_sends_nothing(
     rt: Runtime, answers: dict[str, Any]
 ) -> None:
-    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
-    h = rt.client(server, auto=False, elicitation=deploy_handlers())
-    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    server, h, pending = _manual_deploy_round(rt)
     error = error_of(rt.call(h, "resume", pending, answers), LocalProtocolError)
     assert "'other'" in str(error) or "'confirm_deploy'" in str(error)
     assert len(server.requests) == 1
