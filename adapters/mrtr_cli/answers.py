@@ -80,6 +80,8 @@ def scripted_result(spec: FormSpec | None, entry: Mapping[str, Any]) -> ElicitRe
         if content:
             raise FormAnswerError(["a URL-mode answer carries no content"])
         return ElicitResult(action="accept")
+    if content is None:  # ElicitResult.content is optional: an accept of an empty form
+        content = {}
     if not isinstance(content, Mapping):
         raise FormAnswerError(["content must be an object"])
     return ElicitResult(action="accept", content=spec.check(content))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TextIO
@@ -395,11 +396,19 @@ def _show(field: FormField, value: Any) -> str:
     return str(value)
 
 
+# What a typed number may look like: JSON's number grammar (RFC 8259 §6) with ASCII digits,
+# an optional ``+`` and a bare fraction (``.5``) allowed. Python's ``int``/``float`` accept
+# more: ``1_000``, ``inf``, and digits of every script, none of which a form means.
+_NUMBER: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WHOLE: Final = re.compile(r"[+-]?[0-9]+")
+_INDEX: Final = re.compile(r"[0-9]+")
+
+
 def _pick(field: FormField, token: str) -> str:
     for choice in field.choices:
         if token == choice.value:
             return choice.value
-    if token.isdigit() and 1 <= int(token) <= len(field.choices):
+    if _INDEX.fullmatch(token) and 1 <= int(token) <= len(field.choices):
         return field.choices[int(token) - 1].value
     for choice in field.choices:
         if token.casefold() == choice.title.casefold():
@@ -418,14 +427,11 @@ def _parse(field: FormField, raw: str) -> Value:
             return False
         raise _Invalid("answer y or n")
     if field.kind in ("number", "integer"):
-        try:
+        if _WHOLE.fullmatch(raw):
             return int(raw)
-        except ValueError:
-            pass
-        try:
-            number = float(raw)
-        except ValueError:
-            raise _Invalid(f"{raw!r} is not a number") from None
+        if not _NUMBER.fullmatch(raw):
+            raise _Invalid(f"{raw!r} is not a number")
+        number = float(raw)
         if not math.isfinite(number):
             raise _Invalid("the number must be finite")
         if field.kind == "integer":

@@ -84,6 +84,21 @@ def test_integer_rejects_fractions(terminal: Any) -> None:
     assert "'3.5' is not a whole number" in term.text
 
 
+@pytest.mark.parametrize("typed", ["1_000", "\u0661\u0662", "inf", "nan", "0x10", "1e400"])
+def test_number_reads_only_plain_decimal_text(terminal: Any, typed: str) -> None:
+    # Python's int() and float() take digit separators, digits of other scripts, inf and nan;
+    # a form field means a JSON number, written with ASCII digits.
+    result, term = ask(terminal, form({"n": {"type": "number"}}, ["n"]), [typed, "+12", "a"])
+    assert result.content == {"n": 12}
+    assert "✗" in term.text
+
+
+@pytest.mark.parametrize("typed", [".5", "-2.", "1e3", "-1E-2"])
+def test_number_reads_every_decimal_spelling(terminal: Any, typed: str) -> None:
+    result, _ = ask(terminal, form({"n": {"type": "number"}}, ["n"]), [typed, "a"])
+    assert result.content == {"n": float(typed)}
+
+
 # --- booleans ----------------------------------------------------------------------------------
 
 
@@ -100,6 +115,16 @@ def test_boolean_default_is_used_on_blank(terminal: Any) -> None:
 
 
 # --- single selects ----------------------------------------------------------------------------
+
+
+def test_select_by_a_digit_of_another_script_reprompts(terminal: Any) -> None:
+    # str.isdigit() takes "²", which int() refuses, and int() reads ARABIC-INDIC DIGIT ONE
+    # as 1: an option is picked by an ASCII number only, and anything else is re-asked
+    # rather than ending the form or picking an option nobody typed.
+    request = form({"env": {"type": "string", "enum": ["dev", "staging"]}}, ["env"])
+    result, term = ask(terminal, request, ["\u00b2", "\u0661", "2", "a"])
+    assert result.content == {"env": "staging"}
+    assert "'²' is not one of the options" in term.text
 
 
 def test_untitled_single_select_by_number_or_value(terminal: Any) -> None:

@@ -63,6 +63,17 @@ def test_answers_entry_as_elicit_result() -> None:
     assert result.content == {"confirm": False, "ticket": "abc", "env": "staging"}
 
 
+def test_answers_accept_without_content_is_an_empty_form() -> None:
+    # ElicitResult.content is optional (digest §1.6): an accept without it submits no field,
+    # which a form of optional fields takes and a form with required ones refuses by name.
+    optional = FormSpec.from_schema({"type": "object", "properties": {"note": {"type": "string"}}})
+    result = scripted_result(optional, {"action": "accept"})
+    assert (result.action, result.content) == ("accept", {})
+    with pytest.raises(FormAnswerError) as info:
+        scripted_result(SPEC, {"action": "accept"})
+    assert "'ticket' is a required property" in "\n".join(info.value.problems)
+
+
 def test_answers_entry_that_breaks_the_schema_lists_every_problem() -> None:
     with pytest.raises(FormAnswerError) as info:
         scripted_result(SPEC, {"confirm": "yes", "ticket": "x", "colour": "red"})
