@@ -72,8 +72,10 @@ class Report:
         violations: Every invariant violation seen (empty: all held).
         transcript: The shortest transcript showing the first violation (after shrinking),
             or the run's own transcript when it was recorded.
-        reproduce: How to re-run the shrunk failure (seed, flows, faults, instances,
-            balancer, clients).
+        reproduce: How to re-run the shrunk failure: a ``Simulation(...)`` line with the
+            seed, flows, faults, instances, balancer and clients, and the timing, event
+            budget and workload where they are not the defaults (a workload of your own
+            appears as ``WORKLOAD``).
     """
 
     seed: int

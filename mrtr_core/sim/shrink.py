@@ -17,6 +17,8 @@ import attrs
 
 from mrtr_core.sim.faults import FAULT_NAMES
 from mrtr_core.sim.report import Report
+from mrtr_core.sim.timing import Timing
+from mrtr_core.sim.workload import ReferenceWorkload
 
 if TYPE_CHECKING:
     from mrtr_core.sim.simulation import Simulation
@@ -137,9 +139,54 @@ def shrink(sim: Simulation, report: Report, budget: int = 40) -> Report:
         f"faults=Faults.parse({best.faults.spec()!r}), "
         f"instances={best.instances}, balancer={best.balancer!r}, clients={best.clients}"
         + (f", mutations={best.mutations!r}" if best.mutations.active() else "")
+        + _setup_arguments(best)
         + f").run()  # {len(selected)} flow(s), {shrinker.runs} shrinking runs"
+        + _workload_note(best)
     )
     return attrs.evolve(report, transcript="\n".join(lines), reproduce=reproduce)
+
+
+_DEFAULT_TIMING = Timing()
+_DEFAULT_MIX = ReferenceWorkload().mix
+
+
+def _setup_arguments(sim: Simulation) -> str:
+    """The rest of the run's setup, as arguments of ``Simulation``: the timing fields that
+    differ from the defaults, the event budget, and the workload when it is not the
+    default one (a workload of the caller's own is named ``WORKLOAD``, an app factory by
+    its name: the caller has them, the line cannot rebuild them)."""
+    parts = []
+    changed = [
+        f"{field.name}={getattr(sim.timing, field.name)!r}"
+        for field in attrs.fields(Timing)
+        if getattr(sim.timing, field.name) != getattr(_DEFAULT_TIMING, field.name)
+    ]
+    if changed:
+        parts.append(f"timing=Timing({', '.join(changed)})")
+    if sim.max_events is not None:
+        parts.append(f"max_events={sim.max_events}")
+    workload = sim.workload
+    if type(workload) is not ReferenceWorkload:  # a subclass is the caller's own too
+        parts.append("workload=WORKLOAD")
+    elif workload.mix != _DEFAULT_MIX:
+        inner = [f"mix={workload.mix!r}"]
+        if workload.app_factory is not None:
+            inner.append(f"app_factory={_name(workload.app_factory)}")
+        parts.append(f"workload=ReferenceWorkload({', '.join(inner)})")
+    elif workload.app_factory is not None:
+        parts.append(f"app_factory={_name(workload.app_factory)}")
+    return "".join(f", {part}" for part in parts)
+
+
+def _name(factory: object) -> str:
+    return str(getattr(factory, "__qualname__", repr(factory)))
+
+
+def _workload_note(sim: Simulation) -> str:
+    """Which object ``WORKLOAD`` stands for, when the line names it."""
+    if type(sim.workload) is ReferenceWorkload:
+        return ""
+    return f"; WORKLOAD: your {sim.workload.name!r} workload"
 
 
 def _lines(transcript: str, ops: set[str]) -> list[str]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from mrtr_core.sim import Faults, Mutations, Report, Simulation, campaign
+from mrtr_core.sim import (
+    Faults,
+    Mutations,
+    ReferenceWorkload,
+    Report,
+    Simulation,
+    Timing,
+    campaign,
+)
 from mrtr_core.sim import invariants as inv
 
 PLANTED = [
@@ -88,3 +96,33 @@ def test_the_printed_reproduction_builds_the_failing_simulation_with_its_exact_r
 def test_fault_spec_reads_back_as_the_same_rates() -> None:
     for faults in (Faults.none(), Faults.all(), Faults.drawn(7), Faults(loss=1 / 3)):
         assert Faults.parse(faults.spec()) == faults
+
+
+def test_the_printed_reproduction_keeps_the_timing_and_workload_it_ran_with() -> None:
+    timing = Timing(state_ttl=20.0, interarrival=0.002)
+    workload = ReferenceWorkload(mix=(1.0, 0.0, 0.0))
+    report = Simulation(35, flows=300, faults=Faults(duplicate=0.2), timing=timing,
+                        workload=workload, mutations=Mutations(accept_replayed=True)).run()
+    assert not report.ok and report.reproduce is not None
+    assert "timing=Timing(interarrival=0.002, state_ttl=20.0)" in report.reproduce
+    code = report.reproduce.split("  #")[0].removesuffix(".run()")
+    rerun = eval(code, {"Simulation": Simulation, "Faults": Faults, "Mutations": Mutations,
+                        "Timing": Timing, "ReferenceWorkload": ReferenceWorkload})
+    assert isinstance(rerun, Simulation)
+    assert rerun.timing == timing
+    assert isinstance(rerun.workload, ReferenceWorkload) and rerun.workload.mix == workload.mix
+    assert inv.SINGLE_USE in {v.invariant for v in rerun.run().violations}
+
+
+def test_the_printed_reproduction_names_a_workload_of_the_callers_own() -> None:
+    class Mine(ReferenceWorkload):
+        name = "mine"
+
+    report = Simulation(36, flows=300, faults=Faults(duplicate=0.2), workload=Mine(),
+                        mutations=Mutations(accept_replayed=True)).run()
+    assert not report.ok and report.reproduce is not None
+    assert report.reproduce.endswith("; WORKLOAD: your 'mine' workload")
+    code = report.reproduce.split("  #")[0]
+    rerun = eval(code, {"Simulation": Simulation, "Faults": Faults, "Mutations": Mutations,
+                        "WORKLOAD": Mine()})
+    assert inv.SINGLE_USE in {v.invariant for v in rerun.violations}
