@@ -115,6 +115,15 @@ def _may_suspend(handler: Callable[..., Any]) -> bool:
     return True
 
 
+def _unreadable_state(params: JsonObject | None) -> bool:
+    """Whether ``params`` carries a ``requestState`` that is not a string (``null`` is
+    absent)."""
+    if params is None:
+        return False
+    state = params.get("requestState")
+    return state is not None and not isinstance(state, str)
+
+
 class App:
     """An MCP 2026-07-28 server: a registry of tools, prompts and resources plus the
     protocol rules around them.
@@ -615,8 +624,13 @@ class App:
 
     def _params(self, msg: Request, meta: RequestMeta) -> MrtrParams:
         # ``meta`` was read from these params by _check_meta: it is not read twice.
+        raw = msg.params
+        if raw is not None and _unreadable_state(raw):
+            # Refused later with the other bad states (_begin), after the tool or prompt
+            # and its arguments (validation order above): read the rest without it.
+            raw = {key: value for key, value in raw.items() if key != "requestState"}
         try:
-            return structure_params(msg.method, msg.params, meta=meta)
+            return structure_params(msg.method, raw, meta=meta)
         except CodecError as exc:
             raise JsonRpcError(INVALID_PARAMS, f"invalid params: {exc}") from None
 
@@ -638,6 +652,10 @@ class App:
         # validated, and ``uri`` for resources.
         spec = HandlerSpec(handler=handler, single_use=single_use, name=params.target)
         try:
+            if _unreadable_state(msg.params):
+                # The server only issues strings: anything else fails verification (S9,
+                # S10) and gets the reply every refused requestState gets (digest §2.5).
+                raise StateRejectedError("malformed", "requestState is not a string")
             run = self.engine.begin(params, spec, now=now, principal=principal)
         except StateRejectedError as exc:
             logs.state_refused(msg.method, params.target, msg.id, exc.reason)

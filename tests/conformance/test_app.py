@@ -476,6 +476,30 @@ def test_unknown_tool_is_reported_before_the_state_is_checked(driver: Driver) ->
     assert "no_such_tool" in error(reply)["message"]
 
 
+@pytest.mark.parametrize("state", [12345, True, ["v1.k1.AAAA"], {"step": 1}])
+def test_a_state_that_is_not_a_string_is_refused_like_a_tampered_one(
+    driver: Driver, state: Any
+) -> None:
+    # The server only ever issues strings: anything else fails verification (S9, S10) and
+    # gets the one reply every refused requestState gets (digest §2.5).
+    reply = call_tool(driver, "ask_name", requestState=state,
+                      inputResponses={"user_name": {"action": "accept",
+                                                    "content": {"name": "x"}}})
+    assert error(reply) == {"code": -32602, "message": "Invalid or expired requestState",
+                            "data": {"reason": "invalid_request_state"}}
+    assert reply.status == 400
+
+
+def test_the_tool_and_its_arguments_are_checked_before_a_state_that_is_not_a_string(
+    driver: Driver,
+) -> None:
+    # Validation order (digest §3.5): the method's params (6) before requestState (7).
+    unknown = call_tool(driver, "no_such_tool", requestState=12345)
+    assert "no_such_tool" in error(unknown)["message"]
+    bad_arguments = call_tool(driver, "echo", {"text": 3}, requestState=12345)
+    assert "invalid arguments" in error(bad_arguments)["message"]
+
+
 def test_malformed_input_response_is_invalid_params(driver: Driver) -> None:
     first = result(call_tool(driver, "ask_name"))
     reply = call_tool(driver, "ask_name", requestState=first["requestState"],

@@ -250,6 +250,17 @@ def test_a_tampered_request_state_is_logged_with_its_reason_and_not_the_token(
     assert tampered not in message and token not in message
 
 
+def test_a_request_state_that_is_not_a_string_is_logged_as_malformed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app, raised = _app()
+    reply = _send(app, _request("tools/call", {"name": "ask", "requestState": {"n": 1}}))
+    assert reply.message is not None and reply.message["error"]["code"] == -32602
+    [record] = _records(caplog)
+    assert (record.name, record.levelno) == (STATE_LOGGER, logging.INFO)
+    assert "(malformed)" in record.getMessage() and raised == []
+
+
 def test_a_replayed_request_state_is_logged_with_its_reason(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
