@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import attrs
 import jsonschema
 
+from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
 
@@ -268,6 +269,13 @@ class ToolDef:
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object' at its root")
         jsonschema.Draft202012Validator.check_schema(schema)
+        # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
+        # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
+        # here instead of being served to clients that cannot call it.
+        try:
+            param_header_paths(schema)
+        except ValueError as exc:
+            raise ValueError(f"tool {tool_name!r}: {exc}") from None
         return cls(
             name=tool_name,
             description=(description if description is not None

@@ -131,6 +131,10 @@ def decode_header_value(raw: bytes | str, *, header: str = HEADER_MCP_NAME) -> s
     text = data.decode("ascii")
     if not (text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX)):
         return text
+    if len(text) < len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX):
+        # "=?base64?=": the markers overlap. Sentinel-shaped, so a client MUST have encoded
+        # it (§ Value Encoding), yet it has no payload between them: malformed, not "".
+        raise HeaderMismatchError(f"{header} header has a malformed Base64 value", header=header)
     payload = text[len(_SENTINEL_PREFIX) : len(text) - len(_SENTINEL_SUFFIX)]
     try:
         decoded = base64.b64decode(payload, validate=True)
@@ -179,7 +183,9 @@ def accepts_json_and_sse(accept: str | None) -> bool:
     """Whether an ``Accept`` value lists both ``application/json`` and ``text/event-stream``.
 
     Wildcards (``*/*``, ``application/*``, ``text/*``) count, per RFC 9110 §12.5.1; a range
-    with ``q=0`` is a refusal and does not count. A missing header does not count (§3.3 item 2).
+    with ``q=0`` is a refusal, and the most specific range naming a type decides, so
+    ``*/*, text/event-stream;q=0`` refuses event streams. A missing header does not count
+    (§3.3 item 2).
     """
     if accept is None:
         return False
@@ -189,19 +195,30 @@ def accepts_json_and_sse(accept: str | None) -> bool:
     return _remember(_ACCEPT_VERDICTS, accept, _accepts_json_and_sse(accept))
 
 
+def _refuses(q: str) -> bool:
+    """Whether a ``q`` value is 0 (``"0"``, ``"0."``, ``"0.000"``: RFC 9110 §12.4.2)."""
+    whole, _, fraction = q.strip().partition(".")
+    return whole == "0" and not fraction.strip("0")
+
+
 def _accepts_json_and_sse(accept: str) -> bool:
-    ranges: set[str] = set()
+    # Range -> acceptable (q > 0 on any of its entries).
+    ranges: dict[str, bool] = {}
     for item in accept.split(","):
         kind, params = media_type(item)
-        if params.get("q", "1").strip() in {"0", "0.0", "0.00", "0.000"}:
-            continue
-        ranges.add(kind)
+        if kind:
+            ranges[kind] = ranges.get(kind, False) or not _refuses(params.get("q", "1"))
 
-    def covered(kind: str) -> bool:
+    def acceptable(kind: str) -> bool:
+        # The most specific range that matches decides (RFC 9110 §12.5.1): a type refused
+        # with q=0 stays refused however a wildcard rates it.
         major = kind.split("/")[0]
-        return bool({kind, f"{major}/*", "*/*"} & ranges)
+        for candidate in (kind, f"{major}/*", "*/*"):
+            if candidate in ranges:
+                return ranges[candidate]
+        return False
 
-    return covered(JSON_MEDIA_TYPE) and covered(SSE_MEDIA_TYPE)
+    return acceptable(JSON_MEDIA_TYPE) and acceptable(SSE_MEDIA_TYPE)
 
 
 def is_json_content_type(value: str | None) -> bool:

@@ -794,6 +794,29 @@ def test_input_schema_must_be_an_object_schema() -> None:
         app.tool(name="s", input_schema={"type": "string"})(lambda ctx: "")
 
 
+@pytest.mark.parametrize(
+    ("properties", "problem"),
+    [
+        ({"n": {"type": "number", "x-mcp-header": "N"}}, "type string, integer or boolean"),
+        ({"a": {"type": "string", "x-mcp-header": "Bad Name"}}, "not an HTTP token"),
+        ({"a": {"type": "string", "x-mcp-header": "R"},
+          "b": {"type": "string", "x-mcp-header": "r"}}, "used twice"),
+        ({"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "A"}}},
+         "reachable via 'properties'"),
+    ],
+)
+def test_invalid_x_mcp_header_annotations_are_refused(
+    properties: dict[str, Any], problem: str
+) -> None:
+    # server/tools.mdx § x-mcp-header: every HTTP client MUST drop such a tool from
+    # tools/list, so serving it would publish a tool no HTTP client can call.
+    app = App("x", "1", codec=make_codec())
+    schema = {"type": "object", "properties": properties}
+    with pytest.raises(ValueError, match=rf"^tool 'h': .*{problem}"):
+        app.tool(name="h", input_schema=schema)(lambda ctx, **kw: "")
+    assert app.tools == ()
+
+
 def test_handler_needs_a_context_parameter() -> None:
     app = App("x", "1", codec=make_codec())
     with pytest.raises(TypeError, match="context"):

@@ -45,7 +45,8 @@ def test_header_values_round_trip(value):
 @pytest.mark.parametrize(
     "raw",
     [b"caf\xc3\xa9", b"a\x00b", b"=?base64?***?=", b"=?base64?gA==?=", b"=?base64?QQ?=",
-     b"=?base64?QR==?=", b"=?base64?QUJ=?="],  # the last two: unused bits set (not canonical)
+     b"=?base64?QR==?=", b"=?base64?QUJ=?=",  # these two: unused bits set (not canonical)
+     b"=?base64?="],  # prefix and suffix overlap: sentinel-shaped, but no payload between them
 )
 def test_decode_header_value_refuses_bad_values(raw):
     with pytest.raises(HeaderMismatchError) as info:
@@ -67,6 +68,14 @@ def test_sentinel_markers_are_case_sensitive():
         ("application/json", False),
         ("text/event-stream", False),
         ("application/json, text/event-stream;q=0", False),
+        # The most specific matching range decides (RFC 9110 §12.5.1).
+        ("*/*, text/event-stream;q=0", False),
+        ("application/*, application/json;q=0, text/event-stream", False),
+        ("text/*;q=0, text/event-stream, application/json", True),
+        # "0." and "0.000" are zero weights too (RFC 9110 §12.4.2 qvalue).
+        ("application/json, text/event-stream;q=0.", False),
+        ("application/json, text/event-stream;q=0.000", False),
+        ("application/json, text/event-stream;q=0.001", True),
         ("", False),
         (None, False),
     ],
