@@ -120,7 +120,8 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         """Send one request and wait for the response with its id.
 
         Raises:
-            TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent.
+            TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent,
+                as it is when the wait is interrupted (``KeyboardInterrupt``).
             ServerExitedError: The process ended (or closed stdout) before answering.
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
@@ -136,9 +137,15 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             self._pending[rid] = pending
         try:
             self._write(line)
-            if not pending.done.wait(timeout):
-                with contextlib.suppress(OSError, MrtrError):
-                    self._write(self._conn.send(cancelled_notification(rid, "timed out")))
+            try:
+                answered = pending.done.wait(timeout)
+            except BaseException:
+                # The caller gave up while waiting (Ctrl-C): tell the server (digest §2.7).
+                if not pending.done.is_set():
+                    self._cancel(rid, "cancelled")
+                raise
+            if not answered:
+                self._cancel(rid, "timed out")
                 raise TimeoutError(f"no response to request {rid!r} within {timeout} s")
         finally:
             with self._lock:
@@ -151,6 +158,12 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
     def notify(self, message: Mapping[str, Any]) -> None:
         """Send one notification."""
         self._write(self._conn.send(message))
+
+    def _cancel(self, rid: jsonrpc.RequestId, reason: str) -> None:
+        """Send ``notifications/cancelled`` for request ``rid`` (best effort: a server that is
+        gone has nothing left to cancel)."""
+        with contextlib.suppress(OSError, MrtrError):
+            self._write(self._conn.send(cancelled_notification(rid, reason)))
 
     def close(self) -> None:
         """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown")."""

@@ -87,8 +87,9 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
         try:
             await self._write(line)
             await pending.done.wait()
-        except trio.Cancelled:
-            # The caller gave up (its timeout or cancellation): tell the server (§3.4).
+        except (trio.Cancelled, KeyboardInterrupt):
+            # The caller gave up (its timeout, its cancellation, or a Ctrl-C trio raised in
+            # this wait): tell the server (digest §2.7, §3.4).
             with (
                 trio.CancelScope(shield=True),
                 trio.move_on_after(1.0),

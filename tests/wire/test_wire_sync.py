@@ -574,3 +574,37 @@ def test_https_handshake_that_times_out_is_a_broken_connection():
         refused = pytest.raises(ConnectionError, match=r"no connection to .* within 0\.2 s")
         with HttpTransport(url, connect_timeout=0.2) as transport, refused:
             transport.request(call_tool("echo", 1), timeout=TIMEOUT)
+
+
+class _InterruptedWait(threading.Event):
+    """A response event whose wait is ended by a Ctrl-C (``KeyboardInterrupt``)."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        raise KeyboardInterrupt
+
+
+def test_stdio_request_abandoned_by_ctrl_c_sends_cancel(tmp_path, monkeypatch):
+    # digest §2.7: on stdio the client MUST send notifications/cancelled for the request in
+    # flight when it gives up on it, whether a timeout or the caller ends the wait.
+    import mrtr_sync.stdio_client
+
+    class Pending(mrtr_sync.stdio_client._Pending):
+        def __init__(self) -> None:
+            super().__init__()
+            self.done = _InterruptedWait()
+
+    record = tmp_path / "stdin.jsonl"
+    copier = "import sys\nwith open(sys.argv[1], 'wb', buffering=0) as out:\n" \
+             "    for line in sys.stdin.buffer:\n        out.write(line)\n"
+    transport = StdioTransport.spawn([sys.executable, "-c", copier, str(record)],
+                                     close_timeout=TIMEOUT)
+    monkeypatch.setattr(mrtr_sync.stdio_client, "_Pending", Pending)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            transport.request(call_tool("gate_wait", 7), timeout=NEVER)
+    finally:
+        transport.close()  # the copier ends at end of input, having written every line
+    sent = [json.loads(line) for line in record.read_bytes().splitlines()]
+    assert [message.get("method") for message in sent] == ["tools/call",
+                                                          "notifications/cancelled"]
+    assert sent[1]["params"]["requestId"] == 7

@@ -368,3 +368,51 @@ def test_stdio_close_ends_the_process():
                 await transport.request(call_tool("echo", 2, text="y"))
 
     trio.run(main)
+
+
+COPY_STDIN = (  # a "server" that only records what it is sent, one line at a time
+    "import sys\nwith open(sys.argv[1], 'wb', buffering=0) as out:\n"
+    "    for line in sys.stdin.buffer:\n        out.write(line)\n"
+)
+
+
+def test_stdio_request_abandoned_by_ctrl_c_sends_cancel(tmp_path, monkeypatch):
+    # digest §2.7: on stdio the client MUST send notifications/cancelled for the request in
+    # flight when it gives up on it; trio raises a Ctrl-C in the main task's wait itself.
+    import json
+
+    import mrtr_trio.stdio_client
+
+    class InterruptedWait:
+        """A response event whose wait is ended by a Ctrl-C."""
+
+        def is_set(self) -> bool:
+            return False
+
+        def set(self) -> None:
+            pass
+
+        async def wait(self) -> None:
+            await trio.lowlevel.checkpoint()
+            raise KeyboardInterrupt
+
+    class Pending(mrtr_trio.stdio_client._Pending):
+        def __init__(self) -> None:
+            super().__init__()
+            self.done = InterruptedWait()
+
+    monkeypatch.setattr(mrtr_trio.stdio_client, "_Pending", Pending)
+    record = tmp_path / "stdin.jsonl"
+
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with open_stdio_transport([sys.executable, "-c", COPY_STDIN, str(record)],
+                                            close_timeout=LIMIT) as transport:
+                with pytest.raises(KeyboardInterrupt):
+                    await transport.request(call_tool("gate_wait", 7))
+
+    trio.run(main)
+    sent = [json.loads(line) for line in record.read_bytes().splitlines()]
+    assert [message.get("method") for message in sent] == ["tools/call",
+                                                          "notifications/cancelled"]
+    assert sent[1]["params"]["requestId"] == 7
