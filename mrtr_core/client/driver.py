@@ -115,8 +115,16 @@ class HandlerTable(Generic[H]):
         return frozenset(k for k in _KINDS if self.for_kind(k) is not None)
 
     def capabilities(self, base: ClientCapabilities | None = None) -> ClientCapabilities:
-        """``base`` (experimental, extensions, ...) with the handled kinds declared."""
+        """``base`` (experimental, extensions, ...) with the handled kinds declared.
+
+        A ``sampling`` declared in ``base`` is kept when a sampling handler is registered:
+        its ``tools`` and ``context`` say what that handler supports, and tool-enabled
+        sampling needs ``sampling.tools`` (digest S6b, C12).
+        """
         base = base or ClientCapabilities()
+        sampling = None
+        if self.sampling is not None:
+            sampling = base.sampling or SamplingCapability()
         elicitation = None
         if self.elicitation is not None and (self.elicitation_form or self.elicitation_url):
             elicitation = ElicitationCapability(
@@ -126,7 +134,7 @@ class HandlerTable(Generic[H]):
         return attrs.evolve(
             base,
             elicitation=elicitation,
-            sampling=SamplingCapability() if self.sampling is not None else None,
+            sampling=sampling,
             roots={} if self.roots is not None else None,
         )
 
@@ -241,7 +249,8 @@ class ClientBase(Generic[H]):
         elicitation, sampling, roots: Handlers for the three input kinds; a kind is declared
             in ``clientCapabilities`` exactly when it has a handler.
         elicitation_form, elicitation_url: The elicitation modes to declare.
-        capabilities: Extra capabilities (``experimental``, ``extensions``) to declare.
+        capabilities: Extra capabilities (``experimental``, ``extensions``) to declare; its
+            ``sampling`` (``tools``, ``context``) is declared when there is a sampling handler.
         limits: The client's limits; each call may override them.
         random: Floats in ``[0, 1)``, the jitter source for state-only pacing.
         on_event: Called with each round notice (``RoundStarted``, ``InputNeeded``,

@@ -5,17 +5,18 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from mrtr_core.client import InvokeHandler, ResponseReceived
 from mrtr_core.client.driver import ClientBase
-from mrtr_core.wire import Implementation, unstructure
+from mrtr_core.wire import ClientCapabilities, Implementation, SamplingCapability, unstructure
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 
 
-def _driver(**handlers: Any) -> ClientBase[Any]:
+def _driver(capabilities: ClientCapabilities | None = None, **handlers: Any) -> ClientBase[Any]:
     args: dict[str, Any] = {"elicitation": None, "sampling": None, "roots": None}
     args.update(handlers)
     return ClientBase(client_info=Implementation(name="t", version="1"),
-                      elicitation_form=True, elicitation_url=False, capabilities=None,
+                      elicitation_form=True, elicitation_url=False, capabilities=capabilities,
                       limits=None, random=random.Random(0).random, on_event=None, auto=True,
                       **args)
 
@@ -55,3 +56,35 @@ def test_each_call_sends_its_own_progress_token() -> None:
     meta = _declared(driver)
     assert meta == unstructure(driver._call_setup(None)[0])
     assert meta["io.modelcontextprotocol/clientInfo"]["version"] == "2"
+
+
+TOOL_SAMPLING = {
+    "method": "sampling/createMessage",
+    "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+               "maxTokens": 10, "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]},
+}
+
+
+def test_declared_sampling_tools_and_context_are_kept_for_a_sampling_handler() -> None:
+    # digest §1.7, S6b/C12: tool-enabled sampling needs sampling.tools on the request; a
+    # client whose sampling handler supports tools must be able to declare it.
+    declared = ClientCapabilities(
+        sampling=SamplingCapability(tools={}, context={}), experimental={"x": {}}
+    )
+    driver = _driver(declared, sampling=print)
+    assert _declared(driver)[CAPS] == {"sampling": {"context": {}, "tools": {}},
+                                       "experimental": {"x": {}}}
+    flow = driver.new_flow("tools/call", {"name": "x"})
+    first = flow.start(0.0)[-1].request_id  # type: ignore[union-attr]
+    result = {"resultType": "input_required", "inputRequests": {"s": TOOL_SAMPLING}}
+    commands = flow.handle(
+        ResponseReceived(message={"jsonrpc": "2.0", "id": first, "result": result}), 0.5
+    )
+    assert [c.key for c in commands if isinstance(c, InvokeHandler)] == ["s"]
+
+
+def test_a_declared_kind_without_a_handler_is_not_declared() -> None:
+    declared = ClientCapabilities(sampling=SamplingCapability(tools={}), roots={})
+    assert _declared(_driver(declared, elicitation=print))[CAPS] == {
+        "elicitation": {"form": {}}
+    }
