@@ -7,7 +7,7 @@ the path of the bad field) and nothing else, so callers have one error type to h
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar, cast, get_origin
 
 import attrs
@@ -228,6 +228,38 @@ def _describe(exc: BaseException, type_: type | None) -> str:
     return cattrs.v.format_exception(exc, type_)
 
 
+def _member(path: str, key: str) -> str:
+    """``path`` extended by the wire key ``key`` (bracketed when it is not a plain name)."""
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
+
+
+def _problems(exc: BaseException, path: str) -> list[str]:
+    """Every failure under ``exc`` as ``problem @ path``, the path spelled in wire keys.
+
+    What ``cattrs.transform_error`` gives, except that a field is named by its key on the
+    wire (``clientCapabilities``, not the attribute ``client_capabilities``): the peer
+    that sent it knows only that name.
+    """
+    found: list[tuple[BaseException, str, Any]]
+    without: Sequence[BaseException]
+    if isinstance(exc, cattrs.IterableValidationError):
+        items, without = exc.group_exceptions()
+        found = [(inner, f"{path}[{note.index!r}]", note.type) for inner, note in items]
+    elif isinstance(exc, cattrs.ClassValidationError):
+        fields, without = exc.group_exceptions()
+        found = [(inner, _member(path, _camel(note.name)), note.type) for inner, note in fields]
+    else:
+        return [f"{_describe(exc, None)} @ {path}"]
+    problems: list[str] = []
+    for inner, where, type_ in found:
+        if isinstance(inner, cattrs.BaseValidationError):
+            problems += _problems(inner, where)
+        else:
+            problems.append(f"{_describe(inner, type_)} @ {where}")
+    problems += [f"{_describe(inner, None)} @ {path}" for inner in without]
+    return problems
+
+
 def _run(fn: Callable[[], T], path: str) -> T:
     """Run a structuring step, turning every failure into a CodecError naming ``path``."""
     try:
@@ -235,8 +267,7 @@ def _run(fn: Callable[[], T], path: str) -> T:
     except CodecError as exc:
         raise CodecError(str(exc), path=path) from exc
     except cattrs.BaseValidationError as exc:
-        detail = "; ".join(cattrs.transform_error(exc, path=path, format_exception=_describe))
-        raise CodecError(detail) from exc
+        raise CodecError("; ".join(_problems(exc, path))) from exc
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise CodecError(str(exc) or type(exc).__name__, path=path) from exc
 

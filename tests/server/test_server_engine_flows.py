@@ -528,12 +528,12 @@ _TEXT_BLOCK = {"type": "text", "text": "Paris"}
 @pytest.mark.parametrize(
     ("key", "answer", "named"),
     [
-        # CreateMessageResult: model and stopReason are strings, content is a block (or an
-        # array of blocks), each with its string `type` (digest §1.5 b, §1.6).
+        # CreateMessageResult: model and stopReason are strings (named by their wire keys),
+        # content a block or an array of blocks, each with its string `type` (§1.5 b, §1.6).
         ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": 5}, "model"),
         ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": None}, "model"),
         ("model", {"role": "assistant", "content": _TEXT_BLOCK, "model": "m",
-                   "stopReason": 7}, "stop_reason"),
+                   "stopReason": 7}, "stopReason"),
         ("model", {"role": "assistant", "content": {"text": "Paris"}, "model": "m"}, "type"),
         ("model", {"role": "assistant", "content": [_TEXT_BLOCK, {"type": 3}], "model": "m"},
          "type"),

@@ -19,7 +19,11 @@ from mrtr_core.wire import (
     structure_params,
     structure_request_meta,
 )
-from mrtr_core.wire.converter import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from mrtr_core.wire.converter import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+)
 
 META = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {"elicitation": {}}}
 
@@ -78,6 +82,22 @@ def test_malformed_params_are_refused_with_the_path(
     with pytest.raises(CodecError, match=message) as caught:
         structure_params(method, obj)
     assert caught.value.path == path
+
+
+@pytest.mark.parametrize(("meta", "where"), [
+    ({META_CLIENT_CAPABILITIES: {"elicitation": 5}},
+     "params._meta['io.modelcontextprotocol/clientCapabilities'].elicitation"),
+    ({META_CLIENT_CAPABILITIES: {"sampling": {"tools": 5}}},
+     "params._meta['io.modelcontextprotocol/clientCapabilities'].sampling.tools"),
+    ({META_CLIENT_CAPABILITIES: {}, META_CLIENT_INFO: {"name": 5, "version": "1"}},
+     "params._meta['io.modelcontextprotocol/clientInfo'].name"),
+])
+def test_a_bad_meta_member_is_named_by_its_wire_key(meta: dict[str, Any], where: str) -> None:
+    # The client that sent the bad member knows it by its key on the wire only, never by
+    # the attribute it is read into (client_capabilities, client_info).
+    with pytest.raises(CodecError) as caught:
+        structure_request_meta({META_PROTOCOL_VERSION: "2026-07-28", **meta})
+    assert str(caught.value).endswith(f" @ {where}")
 
 
 def test_meta_read_beforehand_is_used_as_given() -> None:
