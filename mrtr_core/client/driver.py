@@ -14,6 +14,7 @@ import abc
 import collections
 import inspect
 import itertools
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
@@ -77,6 +78,15 @@ NOTICES = (RoundStarted, InputNeeded, RoundFulfilled)
 """The informational commands a driver passes to its ``on_event`` callback."""
 
 _KINDS = (ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST)
+
+
+def _is_progress_token(value: object) -> bool:
+    """Whether ``value`` is a ``ProgressToken``: a string or a finite number (digest §1.7)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int)
 
 
 @attrs.define
@@ -167,7 +177,8 @@ class CallOptions(TypedDict, total=False):
         limits: Replace the client's limits for this call.
         max_rounds: Override ``limits.max_rounds``.
         timeout: Override ``limits.flow_timeout``, the whole-flow budget in seconds.
-        progress_token: Sent as ``_meta.progressToken`` on every leg.
+        progress_token: Sent as ``_meta.progressToken`` on every leg: a string or a finite
+            number (anything else is a ``LocalProtocolError`` before anything is sent).
     """
 
     auto: bool | None
@@ -324,6 +335,11 @@ class ClientBase(Generic[H]):
         Reused while the configuration (handlers, modes, client info, base capabilities,
         protocol version, progress token) stays the same.
         """
+        if progress_token is not None and not _is_progress_token(progress_token):
+            raise LocalProtocolError(
+                f"progress_token must be a string or a number, not "
+                f"{type(progress_token).__name__}"
+            )
         h = self.handlers
         key = (
             h.elicitation is not None, h.elicitation_form, h.elicitation_url,

@@ -5,8 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from mrtr_core.client import InvokeHandler, ResponseReceived
 from mrtr_core.client.driver import ClientBase
+from mrtr_core.errors import LocalProtocolError
 from mrtr_core.wire import ClientCapabilities, Implementation, SamplingCapability, unstructure
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
@@ -56,6 +59,16 @@ def test_each_call_sends_its_own_progress_token() -> None:
     meta = _declared(driver)
     assert meta == unstructure(driver._call_setup(None)[0])
     assert meta["io.modelcontextprotocol/clientInfo"]["version"] == "2"
+
+
+@pytest.mark.parametrize("token", [True, ["t"], {"t": 1}, float("nan"), b"t"])
+def test_a_progress_token_that_is_not_a_string_or_number_is_refused_before_sending(
+    token: Any,
+) -> None:
+    # digest §1.7: progressToken is a string or a number; JSON cannot carry nan, and a
+    # boolean, array or object is not a token the server can echo in notifications/progress.
+    with pytest.raises(LocalProtocolError, match="progress_token must be a string or a number"):
+        _driver().new_flow("tools/call", {"name": "x"}, progress_token=token)
 
 
 TOOL_SAMPLING = {
