@@ -206,13 +206,18 @@ class _Lines:
         self.framer = LineFramer(max_line_bytes=max_line_bytes)
         self.queue: list[bytes | LineTooLong] = []
         self.eof = False
+        self.unterminated: bytes | LineTooLong | None = None
+        """The last line when end of input came before its newline (the same object)."""
 
     def receive(self, data: bytes | bytearray) -> None:
         if self.eof:
             return
+        items = self.framer.feed(data)
         if not data:
             self.eof = True
-        self.queue.extend(self.framer.feed(data))
+            if items:  # at end of input the framer gives only the unterminated last line
+                self.unterminated = items[-1]
+        self.queue.extend(items)
 
     def pop(self) -> bytes | LineTooLong | None:
         return self.queue.pop(0) if self.queue else None
@@ -310,6 +315,11 @@ class StdioClientConnection:
     def next_event(self) -> ClientEvent:
         """The next response or notification, end of input, or :data:`NEED_DATA`.
 
+        A last line that stdout ended inside of (no newline came) and that is not a whole
+        message is the server dying mid-write, not a framing violation: it is dropped and
+        :class:`InputEnded` follows, so requests in flight fail as lost with the process
+        (digest §3.4 "Crash"), not as a protocol error.
+
         Raises:
             RemoteProtocolError: The server wrote a line that is not a valid response or
                 notification (the offending line is consumed; later lines stay readable).
@@ -319,8 +329,13 @@ class StdioClientConnection:
             return InputEnded() if self._lines.eof else NEED_DATA
         if isinstance(item, LineTooLong):
             raise RemoteProtocolError(f"server wrote a line longer than {item.limit} bytes")
-        value = jsonrpc.decode(item, max_bytes=len(item), max_depth=self._max_depth)
-        parsed = jsonrpc.parse_response(value)
+        try:
+            value = jsonrpc.decode(item, max_bytes=len(item), max_depth=self._max_depth)
+            parsed = jsonrpc.parse_response(value)
+        except jsonrpc.MessageError:
+            if item is self._lines.unterminated:
+                return InputEnded()
+            raise
         if isinstance(parsed, Notification):
             return NotificationReceived(message=parsed.raw, parsed=parsed)
         return ResponseReceived(message=parsed.raw, parsed=parsed)

@@ -49,7 +49,7 @@ from mrtr_core.http import (
     ServerDisconnectedError,
     parse_url,
 )
-from mrtr_core.stdio import StdioTransportBase
+from mrtr_core.stdio import ServerExitedError, StdioTransportBase
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 LIMIT = 10.0  # generous: only a broken test ever waits this long
@@ -278,6 +278,45 @@ def test_a_stdio_server_that_broke_the_framing_is_read_to_its_end_and_exits(runt
     error, returncode = _after_a_framing_error(runtime)
     assert issubclass(error, RemoteProtocolError)
     assert returncode == 0
+
+
+# Reads the first line, writes the first part of its answer and dies with status 3.
+DIES_MID_LINE = [
+    sys.executable,
+    "-c",
+    "import os, sys; sys.stdin.buffer.readline();"
+    " sys.stdout.buffer.write(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"res'); sys.stdout.flush();"
+    " os._exit(3)",
+]
+
+
+def _request_outcome(runtime: str, argv: list[str]) -> BaseException:
+    """What one request to the server ``argv`` raised through that runtime's transport."""
+    if runtime == "sync":
+        with mrtr_sync.stdio_client.StdioTransport.spawn(argv) as transport, pytest.raises(
+            MrtrError
+        ) as info:
+            transport.request(call_tool("echo", 1), timeout=LIMIT)
+        return info.value
+
+    async def body(open_stdio: Any) -> BaseException:
+        async with open_stdio(argv) as transport:
+            with pytest.raises(MrtrError) as info:
+                await transport.request(call_tool("echo", 1))
+        return info.value
+
+    if runtime == "trio":
+        return trio.run(body, mrtr_trio.stdio_client.open_stdio_transport)
+    return asyncio.run(body(mrtr_asyncio.stdio_client.open_stdio_transport))
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_a_stdio_server_that_dies_mid_line_fails_its_requests_as_exited(runtime):
+    # digest §3.4 "Crash": in-flight requests are lost with the process and may be retried
+    # on a new one. Half a line at the end of stdout is that crash, not a framing error.
+    error = _request_outcome(runtime, DIES_MID_LINE)
+    assert isinstance(error, ServerExitedError)
+    assert error.returncode == 3
 
 
 # -- the server's process group ----------------------------------------------------------------

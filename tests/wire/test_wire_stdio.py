@@ -173,6 +173,30 @@ def test_client_treats_anything_but_messages_on_stdout_as_a_protocol_error(line)
     assert isinstance(client.next_event(), ResponseReceived)
 
 
+def test_client_reads_a_message_cut_off_by_the_end_of_stdout_as_the_end():
+    # A server that died mid-write (digest §3.4 "Crash") left half a line: its requests are
+    # lost with the process, which is no framing error. A whole last message without its
+    # newline is still read, as the server side reads one.
+    whole = encode_line({"jsonrpc": "2.0", "id": 1, "result": {}})
+    client = StdioClientConnection()
+    client.receive_data(whole + whole[:20])
+    client.receive_data(b"")
+    assert [type(event) for event in drain(client)] == [ResponseReceived, InputEnded]
+    client = StdioClientConnection()
+    client.receive_data(whole.rstrip(b"\n"))
+    client.receive_data(b"")
+    assert [type(event) for event in drain(client)] == [ResponseReceived, InputEnded]
+
+
+def test_client_still_refuses_a_bad_line_that_ended_before_stdout_did():
+    client = StdioClientConnection()
+    client.receive_data(b'{"jsonrpc":"2.0","id":1,"res\n')
+    client.receive_data(b"")
+    with pytest.raises(RemoteProtocolError):
+        client.next_event()
+    assert client.next_event() == InputEnded()
+
+
 def test_client_refuses_a_long_line():
     client = StdioClientConnection(max_line_bytes=10)
     client.receive_data(b"x" * 50 + b"\n")
