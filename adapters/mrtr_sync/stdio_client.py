@@ -166,11 +166,15 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             self._write(self._conn.send(cancelled_notification(rid, reason)))
 
     def close(self) -> None:
-        """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown")."""
-        with contextlib.suppress(OSError, ValueError):
-            self._stdin.close()
+        """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown").
+
+        A request blocked writing to a server that does not read its stdin holds stdin:
+        waiting ``close_timeout`` for that write stands for the wait after closing stdin,
+        and the signals follow (ending the server ends the write too).
+        """
+        stdin_closed = self._close_stdin(self.close_timeout)
         try:
-            self.process.wait(self.close_timeout)
+            self.process.wait(self.close_timeout if stdin_closed else 0)
         except subprocess.TimeoutExpired:
             self.process.terminate()
             try:
@@ -178,6 +182,8 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if not stdin_closed:  # the blocked write has failed by now, unless a process the
+            self._close_stdin(0)  # server left behind holds stdin: it is left to that write
         self._reader.join(self.close_timeout)
         if not self._reader.is_alive():
             # Closing a buffered pipe waits for a read in progress (its lock): when a
@@ -194,6 +200,19 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         self.close()
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _close_stdin(self, timeout: float) -> bool:
+        """Close stdin once no write holds it, waiting at most ``timeout`` seconds for one
+        to end (closing the pipe's file would wait on its lock for as long as the write
+        blocks). Whether it was closed."""
+        if not self._write_lock.acquire(timeout=timeout):
+            return False
+        try:
+            with contextlib.suppress(OSError, ValueError):
+                self._stdin.close()
+        finally:
+            self._write_lock.release()
+        return True
 
     def _write(self, line: bytes) -> None:
         with self._write_lock:

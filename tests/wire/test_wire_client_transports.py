@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -54,6 +55,7 @@ from mrtr_core.stdio import ServerExitedError, StdioTransportBase
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 LIMIT = 10.0  # generous: only a broken test ever waits this long
 NO_STDOUT = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+DEAF = [sys.executable, "-c", "import signal; signal.pause()"]  # never reads its stdin
 
 HTTP_TRANSPORTS = [
     mrtr_sync.http_client.HttpTransport,
@@ -122,6 +124,51 @@ def test_sync_stdio_needs_both_pipes():
     finally:
         process.stdin.close()
         process.wait(LIMIT)
+
+
+class _AnnouncingStdin:
+    """A server's stdin that tells when a write begins (the transport's write lock is held
+    by then)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.writing = threading.Event()
+
+    def write(self, data: bytes) -> int:
+        self.writing.set()
+        return int(self.stream.write(data))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_writes():
+    # digest §3.4 "Shutdown": close stdin, wait, then SIGTERM and SIGKILL. A request
+    # blocked on a full stdin pipe holds stdin; close() goes on to the signals instead of
+    # waiting for that write for ever, and the write then fails as the server's exit.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.5)
+    stdin = transport._stdin = _AnnouncingStdin(transport._stdin)
+    outcome: dict[str, BaseException] = {}
+
+    def call() -> None:
+        try:
+            transport.request(call_tool("echo", 1, text="x" * 1_000_000), timeout=LIMIT)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    requester = threading.Thread(target=call, daemon=True)
+    closer = threading.Thread(target=transport.close, daemon=True)
+    try:
+        requester.start()
+        assert stdin.writing.wait(LIMIT)
+        closer.start()
+        closer.join(LIMIT)
+        assert not closer.is_alive(), "close() waited on the blocked write"
+        assert transport.process.returncode == -signal.SIGTERM
+        requester.join(LIMIT)
+        assert isinstance(outcome.get("error"), ServerExitedError)
+    finally:
+        transport.process.kill()
 
 
 # -- stdio: trio ---------------------------------------------------------------------------
