@@ -145,7 +145,9 @@ async def _serve(
 ) -> None:
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
     write_lock = asyncio.Lock()
-    tasks: dict[RequestId, asyncio.Task[None]] = {}
+    # Requests in flight, by id: a set, as a bad client may send one id twice, and a
+    # cancel for that id must silence each of them (cancellation.mdx).
+    tasks: dict[RequestId, set[asyncio.Task[None]]] = {}
 
     async def write(message: dict[str, Any]) -> None:
         async with write_lock:
@@ -178,15 +180,14 @@ async def _serve(
                 if rid is None and event.parsed.method == CANCELLED:
                     target = (event.parsed.params or {}).get("requestId")
                     if isinstance(target, str | int) and not isinstance(target, bool):
-                        victim = tasks.get(target)
-                        if victim is not None:
+                        for victim in tasks.get(target, ()):
                             victim.cancel()  # no response for a cancelled request
                     continue
                 # A task cancelled by the client ends alone: TaskGroup ignores cancelled
                 # children, and one cancelled before it starts never runs.
                 task = group.create_task(answer(event))
                 if rid is not None:
-                    tasks[rid] = task
+                    tasks.setdefault(rid, set()).add(task)
                     task.add_done_callback(functools.partial(_forget, tasks, rid))
             elif isinstance(event, InputEnded):
                 break
@@ -197,6 +198,10 @@ async def _write_drain(writer: asyncio.StreamWriter, data: bytes) -> None:
     await writer.drain()
 
 
-def _forget(tasks: dict[RequestId, asyncio.Task[None]], rid: RequestId, task: Any) -> None:
-    if tasks.get(rid) is task:
-        del tasks[rid]
+def _forget(
+    tasks: dict[RequestId, set[asyncio.Task[None]]], rid: RequestId, task: Any
+) -> None:
+    alive = tasks.get(rid, set())
+    alive.discard(task)
+    if not alive:
+        tasks.pop(rid, None)

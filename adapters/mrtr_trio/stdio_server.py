@@ -82,7 +82,9 @@ async def serve_stdio(
     source, sink = stdin, stdout
     conn = StdioServerConnection(max_line_bytes=max_line_bytes)
     write_lock = trio.Lock()
-    scopes: dict[RequestId, trio.CancelScope] = {}
+    # Requests in flight, by id: a list, as a bad client may send one id twice, and a
+    # cancel for that id must silence each of them (cancellation.mdx).
+    scopes: dict[RequestId, list[trio.CancelScope]] = {}
 
     async def write(*messages: dict[str, Any]) -> None:
         async with write_lock:  # waiting for its turn can be cancelled; writing cannot:
@@ -107,8 +109,12 @@ async def serve_stdio(
                     lines.append(reply.message)
                 await write(*lines)
         finally:
-            if rid is not None and scopes.get(rid) is scope:
-                del scopes[rid]
+            if rid is not None:
+                alive = scopes.get(rid, [])
+                if scope in alive:
+                    alive.remove(scope)
+                if not alive:
+                    scopes.pop(rid, None)
 
     try:
         async with trio.open_nursery() as nursery:
@@ -126,15 +132,14 @@ async def serve_stdio(
                     if event.request_id is None and event.parsed.method == CANCELLED:
                         target = (event.parsed.params or {}).get("requestId")
                         if isinstance(target, str | int) and not isinstance(target, bool):
-                            victim = scopes.get(target)
-                            if victim is not None:
+                            for victim in scopes.get(target, ()):
                                 victim.cancel()
                         continue
                     # The scope exists before the task runs: a cancellation that arrives in
                     # the same read as its request still finds it.
                     scope = trio.CancelScope()
                     if event.request_id is not None:
-                        scopes[event.request_id] = scope
+                        scopes.setdefault(event.request_id, []).append(scope)
                     nursery.start_soon(answer, event, scope)
                 elif isinstance(event, InputEnded):
                     break

@@ -7,6 +7,7 @@ short timeouts where a timeout is the behaviour under test, and assert on outcom
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
 from pathlib import Path
@@ -274,6 +275,24 @@ def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
         async with asyncio.timeout(LIMIT):
             await serve_stdio(make_app(asyncio.Event()), stdin=stdin, stdout=stdout)
         assert stdout.data == b""
+
+    asyncio.run(main())
+
+
+def test_stdio_server_cancels_every_request_in_flight_under_the_cancelled_id():
+    # A bad client sent id 1 twice: after its cancel nothing more goes out for id 1
+    # (cancellation.mdx), from either request; the sync server does the same.
+    async def main():
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        lines = [call_tool("gate_wait", 1), call_tool("gate_wait", 1), cancel,
+                 call_tool("gate_open", 2)]
+        stdin = asyncio.StreamReader()
+        stdin.feed_data(b"".join(encode_line(line) for line in lines))
+        stdin.feed_eof()
+        stdout = _Collect()
+        async with asyncio.timeout(LIMIT):
+            await serve_stdio(make_app(asyncio.Event()), stdin=stdin, stdout=stdout)
+        assert [json.loads(line)["id"] for line in stdout.data.splitlines()] == [2]
 
     asyncio.run(main())
 

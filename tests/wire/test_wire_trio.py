@@ -7,6 +7,7 @@ timeouts where a timeout is the behaviour under test, and assert on outcomes onl
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from pathlib import Path
 
@@ -283,6 +284,33 @@ def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
             await serve_stdio(make_app(trio.Event()), stdin=stdin, stdout=stdout)
             await stdout.aclose()
             assert await from_server.receive_some() == b""
+
+    trio.run(main)
+
+
+def test_stdio_server_cancels_every_request_in_flight_under_the_cancelled_id():
+    # A bad client sent id 1 twice: after its cancel nothing more goes out for id 1
+    # (cancellation.mdx), from either request; the sync server does the same.
+    async def main():
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        to_server, stdin = trio.testing.memory_stream_one_way_pair()
+        stdout, from_server = trio.testing.memory_stream_one_way_pair()
+        lines = [call_tool("gate_wait", 1), call_tool("gate_wait", 1), cancel,
+                 call_tool("gate_open", 2)]
+        written = b""
+
+        async def collect():
+            nonlocal written
+            while data := await from_server.receive_some():
+                written += data
+
+        with trio.fail_after(LIMIT):
+            await to_server.send_all(b"".join(encode_line(line) for line in lines))
+            await to_server.aclose()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(collect)
+                await serve_stdio(make_app(trio.Event()), stdin=stdin, stdout=stdout)
+        assert [json.loads(line)["id"] for line in written.splitlines()] == [2]
 
     trio.run(main)
 
