@@ -187,7 +187,11 @@ def serve_stdio(
         while True:
             event = conn.next_event()
             if event is NEED_DATA:
-                conn.receive_data(read(_READ_SIZE))
+                try:
+                    data = read(_READ_SIZE)
+                except (OSError, ValueError):  # a broken stdin (a reset socket) ends the
+                    data = b""  # input, as in the trio and asyncio servers
+                conn.receive_data(data)
             elif isinstance(event, MessageRejected):
                 writer.write(event.response)
             elif isinstance(event, MessageReceived):

@@ -452,6 +452,30 @@ def test_stdio_server_answers_in_process_streams():
     assert {line.get("error", {}).get("code") for line in lines} == {None, -32600}
 
 
+class _ResetStdin:
+    """A stdin (a socket, say) that gives some lines, then fails as a reset connection."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read1(self, size: int) -> bytes:
+        if not self.data:
+            raise ConnectionResetError("connection reset by peer")
+        data, self.data = self.data[:size], self.data[size:]
+        return data
+
+    read = read1
+
+
+def test_stdio_server_takes_a_broken_stdin_as_end_of_input():
+    # As the trio and asyncio servers do: what was read is answered, then the server returns
+    # (digest §3.4: the server exits at end of input) instead of raising the read's error.
+    stdout = io.BytesIO()
+    serve_stdio(make_app(), stdin=_ResetStdin(encode_line(call_tool("echo", 1, text="a"))),
+                stdout=stdout)
+    assert [text_of(json.loads(line)) for line in stdout.getvalue().splitlines()] == ["a"]
+
+
 def test_stdio_close_ends_the_process(stdio):
     stdio.close()
     assert stdio.process.returncode == 0
