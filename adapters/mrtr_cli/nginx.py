@@ -145,12 +145,17 @@ def add_parser(sub: Any) -> None:
         "nginx-conf", help="write an nginx config balancing several mrtr serve instances")
     p.add_argument("--upstream", action="append", required=True, metavar="HOST:PORT",
                    help="an instance (repeatable, round-robin order)")
-    p.add_argument("--listen", default="8080", help="PORT or HOST:PORT nginx listens on")
+    p.add_argument("--listen", default="8080",
+                   help="PORT or HOST:PORT nginx listens on (default 8080)")
     p.add_argument("--prefix", required=True, help="folder for pid, logs and temp files")
     p.add_argument("--output", "-o", help="where to write the config (default: stdout)")
     p.add_argument("--user", help="nginx 'user' directive (when started as root)")
-    p.add_argument("--keepalive", type=int, default=32)
-    p.add_argument("--next-upstream-tries", type=int, default=3)
+    p.add_argument("--keepalive", type=int, default=32, metavar="N",
+                   help="idle keepalive connections kept open to the instances, per nginx "
+                        "worker (default 32)")
+    p.add_argument("--next-upstream-tries", type=int, default=3, metavar="N",
+                   help="most instances one request is tried on when an instance fails "
+                        "(default 3)")
     p.set_defaults(func=cmd_nginx_conf)
 
 

@@ -123,9 +123,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--port", type=_port, default=8000,
                    help="port (default 8000; 0 picks a free one); workers use PORT..PORT+N-1")
     p.add_argument("--runtime", choices=RUNTIMES, default="sync",
-                   help="server adapter: sync (threads), trio or asyncio")
+                   help="server adapter: sync (threads), trio or asyncio (default sync)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="run N instances on N consecutive ports")
+                   help="run N instances on N consecutive ports (default 1)")
     p.add_argument("--stdio", action="store_true", help="serve one client over stdin/stdout")
     p.add_argument("--keys", metavar="FILE", help="the shared key ring (JSON; see mrtr keys new)")
     p.add_argument("--redis", metavar="URL",

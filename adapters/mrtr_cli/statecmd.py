@@ -35,7 +35,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("token", help="the requestState ('-' reads it from stdin)")
     p.add_argument("--keys", required=True, metavar="FILE", help="the key ring it was sealed with")
     p.add_argument("--audience", required=True, help="the server's audience (its name)")
-    p.add_argument("--mode", choices=("aead", "hmac"), default="aead")
+    p.add_argument("--mode", choices=("aead", "hmac"), default="aead",
+                   help="how the server protects its states: aead (AES-256-GCM, encrypted) or "
+                        "hmac (HMAC-SHA256, signed only) (default aead)")
     p.add_argument("--method", help="expected method, e.g. tools/call (checks the binding)")
     p.add_argument("--target", help="expected tool or prompt name, or resource URI")
     p.add_argument("--arguments", default=None, metavar="JSON", help="expected arguments")

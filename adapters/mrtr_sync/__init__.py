@@ -3,8 +3,8 @@
 Example::
 
     from mrtr_sync import Client
-    client = Client(transport, elicitation=ask_user)
-    result = client.call_tool("deploy_production", {"version": "1.4.2"})
+    with Client(transport, elicitation=ask_user) as client:
+        result = client.call_tool("deploy_production", {"version": "1.4.2"})
 
 Every thread mrtr_sync starts (servers, transports, the handler pool) blocks SIGINT and
 SIGTERM, so those signals always reach the main thread (:mod:`mrtr_sync.threads`).

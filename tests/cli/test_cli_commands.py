@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import os
@@ -31,7 +32,7 @@ from mrtr_cli.keys import (
     ring_from_environment,
     write_ring,
 )
-from mrtr_cli.main import main
+from mrtr_cli.main import build_parser, main
 from mrtr_cli.processes import InstanceError, ServerProcess, serve_argv
 from mrtr_cli.serve import AppLoadError, load_app
 
@@ -290,6 +291,37 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["call", "http://x/mcp", "t", "--arg", "novalue"])
     assert "expected KEY=VALUE or KEY:=JSON" in capsys.readouterr().err
+
+
+def _commands(parser: argparse.ArgumentParser,
+              words: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every command of ``mrtr`` (a parser without subcommands: ``call``, ``keys new``...)."""
+    groups = [action for action in parser._actions
+              if isinstance(action, argparse._SubParsersAction)]
+    if not groups:
+        yield " ".join(words), parser
+    for group in groups:
+        for name, child in group.choices.items():
+            yield from _commands(child, (*words, name))
+
+
+def test_every_option_is_explained_in_help_with_its_default() -> None:
+    # --help is the reference a user reads: no option without a text, and an option that
+    # takes a value it falls back on names that value.
+    commands = dict(_commands(build_parser()))
+    assert {"call", "serve", "keys new", "state inspect", "sim", "nginx-conf"} <= set(commands)
+    unexplained = []
+    for name, parser in commands.items():
+        for action in parser._actions:
+            if not action.option_strings or action.help == argparse.SUPPRESS:
+                continue
+            option = f"mrtr {name} {action.option_strings[0]}"
+            takes_value = action.nargs != 0
+            if not action.help:
+                unexplained.append(f"{option}: no help")
+            elif takes_value and action.default is not None and "default" not in action.help:
+                unexplained.append(f"{option}: default {action.default!r} not named")
+    assert unexplained == []
 
 
 # --- the demo's balancer -------------------------------------------------------------------------

@@ -185,6 +185,16 @@ def test_readme_synopsis_matches_the_commands_usage(
         assert f"[{option[0]} {metavar}]" in usage, (option, usage)
 
 
+def test_readme_names_every_exit_status_of_the_command() -> None:
+    from mrtr_cli.calls import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE
+    from mrtr_cli.main import EXIT_INTERRUPTED
+
+    sentence = re.search(r"^Exit status: (.*?)\.$", README, re.M | re.S)
+    assert sentence, "README has no 'Exit status:' sentence"
+    named = {int(n) for n in re.findall(r"(?<![\w-])(\d+) ", sentence.group(1))}
+    assert named == {EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TOOL_ERROR, EXIT_INTERRUPTED}
+
+
 # --- code blocks -------------------------------------------------------------------------------
 
 
