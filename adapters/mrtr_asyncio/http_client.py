@@ -18,6 +18,7 @@ import ssl
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
+from mrtr_core._checks import positive_int
 from mrtr_core.http import (
     NEED_DATA,
     AsyncHttpTransportBase,
@@ -172,6 +173,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         max_connections: int = 4,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        positive_int("max_connections", max_connections)
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = asyncio.Semaphore(max_connections)
         self._running: set[asyncio.Task[Any]] = set()

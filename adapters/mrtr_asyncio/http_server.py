@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
@@ -65,6 +66,10 @@ class HttpServer:
         idle_timeout: float,
         max_connections: int,
     ) -> None:
+        http_server_options(
+            port=port, read_timeout=read_timeout, idle_timeout=idle_timeout,
+            max_connections=max_connections,
+        )
         self.app = app
         self.guard = guard
         self.config = config or HttpServerConfig()

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from mrtr_core._checks import positive_int, positive_seconds
 from mrtr_core.http import (
     NEED_DATA,
     HttpClientConfig,
@@ -101,6 +102,8 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
         connect_timeout: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        positive_int("max_connections", max_connections)
+        positive_seconds("connect_timeout", connect_timeout)
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self.connect_timeout = connect_timeout
         self._lock = threading.Lock()

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.http import (
@@ -84,6 +85,10 @@ class HttpServer:
         idle_timeout: float = 60.0,
         max_connections: int = 256,
     ) -> None:
+        http_server_options(
+            port=port, read_timeout=read_timeout, idle_timeout=idle_timeout,
+            max_connections=max_connections,
+        )
         self.app = app
         self.guard = guard
         self.config = config or HttpServerConfig()

@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from mrtr_core._checks import positive_int
 from mrtr_core.http import (
     NEED_DATA,
     AsyncHttpTransportBase,
@@ -122,6 +123,7 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         max_connections: int = 4,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        positive_int("max_connections", max_connections)
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = trio.Semaphore(max_connections)
         self._running: set[trio.CancelScope] = set()

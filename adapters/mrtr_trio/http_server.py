@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
 from mrtr_core.http import (
@@ -390,6 +391,10 @@ async def serve_http(
             arriving); when every one is being answered, the new one is closed.
         task_status: Receives the bound port.
     """
+    http_server_options(
+        port=port, read_timeout=read_timeout, idle_timeout=idle_timeout,
+        max_connections=max_connections,
+    )
     server = _Server(
         app,
         guard=guard,

@@ -124,6 +124,13 @@ def _unreadable_state(params: JsonObject | None) -> bool:
     return state is not None and not isinstance(state, str)
 
 
+def _refuse_bare_decorator(kind: str, name: object) -> None:
+    """Refuse ``@app.tool`` written without parentheses: the function would arrive as the
+    name, and the decorator would replace it with its inner function, registering nothing."""
+    if callable(name):
+        raise TypeError(f"App.{kind} takes arguments: write @app.{kind}(), not @app.{kind}")
+
+
 class App:
     """An MCP 2026-07-28 server: a registry of tools, prompts and resources plus the
     protocol rules around them.
@@ -203,6 +210,8 @@ class App:
         which are answered as JSON-RPC errors.
         """
 
+        _refuse_bare_decorator("tool", name)
+
         def register(handler: F) -> F:
             tool = ToolDef.build(handler, name=name, description=description,
                                  input_schema=input_schema, single_use=single_use)
@@ -226,6 +235,8 @@ class App:
         are required); by default derived from the handler's parameters. The handler returns
         a string, a list of messages, or a whole ``GetPromptResult`` mapping.
         """
+
+        _refuse_bare_decorator("prompt", name)
 
         def register(handler: F) -> F:
             prompt = PromptDef.build(handler, name=name, description=description,

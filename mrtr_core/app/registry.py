@@ -260,8 +260,8 @@ class ToolDef:
         single_use: bool,
     ) -> ToolDef:
         """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
-        tool_name = name or handler.__name__
-        if not _TOOL_NAME.match(tool_name):
+        tool_name = name if name is not None else handler.__name__
+        if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
         _handler_params(handler, "tool")
         schema = derive_input_schema(handler) if input_schema is None else dict(input_schema)

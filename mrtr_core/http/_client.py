@@ -20,6 +20,7 @@ import attrs
 import h11
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import positive_int_field
 from mrtr_core.errors import LocalProtocolError, RemoteProtocolError
 from mrtr_core.http._headers import (
     JSON_MEDIA_TYPE,
@@ -125,19 +126,40 @@ def parse_url(url: str) -> Endpoint:
     return Endpoint(scheme=parts.scheme, host=parts.hostname, port=port, target=target)
 
 
+def _extra_headers(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not all(
+        isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+        for pair in value
+    ):
+        raise TypeError(
+            f"{attribute.name} must be a tuple of (name, value) string pairs, got {value!r}"
+        )
+    try:  # the field syntax of RFC 9110 §5, checked as h11 checks it when the request is sent
+        h11.Request(method="POST", target="/", headers=[("Host", "h"), *value])
+    except h11.LocalProtocolError as exc:
+        raise ValueError(f"{attribute.name} holds an invalid header: {exc}") from None
+
+
 @attrs.frozen(kw_only=True)
 class HttpClientConfig:
-    """Limits and extra headers of a client connection."""
+    """Limits and extra headers of a client connection.
 
-    max_response_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES
+    Raises:
+        ValueError: A limit is not an integer >= 1, or a header is not a valid field.
+        TypeError: ``headers`` is not a tuple of ``(name, value)`` string pairs.
+    """
+
+    max_response_bytes: int = attrs.field(
+        default=jsonrpc.DEFAULT_MAX_MESSAGE_BYTES, validator=positive_int_field
+    )
     """Largest JSON response body (and largest single event on a stream)."""
-    max_stream_bytes: int = 64 * 1024 * 1024
+    max_stream_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=positive_int_field)
     """Largest event-stream body in total (notifications plus the response)."""
-    max_header_bytes: int = 64 * 1024
+    max_header_bytes: int = attrs.field(default=64 * 1024, validator=positive_int_field)
     """Largest response head."""
-    max_depth: int = jsonrpc.DEFAULT_MAX_DEPTH
+    max_depth: int = attrs.field(default=jsonrpc.DEFAULT_MAX_DEPTH, validator=positive_int_field)
     """Deepest JSON nesting accepted."""
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_extra_headers)
     """Extra headers on every request, e.g. ``(("Authorization", "Bearer ..."),)``."""
 
 

@@ -20,11 +20,13 @@ import contextlib
 import http
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
+from urllib.parse import urlsplit
 
 import attrs
 import h11
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import positive_int_field
 from mrtr_core.errors import INVALID_REQUEST, LocalProtocolError, MrtrError, RemoteProtocolError
 from mrtr_core.http._headers import (
     HEADER_ACCEPT,
@@ -64,19 +66,54 @@ LINGER_MAX_BYTES: Final = 16 * 1024 * 1024
 (its connection reset), so lingering is bounded work even for a hostile peer."""
 
 
+def _endpoint_path(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # A request target's path always starts with "/" and its query is not part of it
+    # (RFC 9112 §3.2): any other path would answer every request with 404.
+    if not isinstance(value, str) or not value.startswith("/") or "?" in value or "#" in value:
+        raise ValueError(
+            f"{attribute.name} must be a path starting with '/' and without '?' or '#', "
+            f"got {value!r}"
+        )
+
+
+def _origins(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    # A str would be searched by substring ("http://a" in "http://a.example"), allowing origins
+    # never listed; an origin is compared whole, as the Origin header carries it (RFC 6454 §7).
+    if not isinstance(value, frozenset | set):
+        raise TypeError(f"{attribute.name} must be a set of origins, not {type(value).__name__}")
+    for origin in value:
+        if not isinstance(origin, str):
+            raise TypeError(f"{attribute.name} holds {origin!r}, which is not a string")
+        if origin != "null":
+            parts = urlsplit(origin)
+            if not (parts.scheme and parts.netloc) or parts.path or parts.query or parts.fragment:
+                raise ValueError(
+                    f"{attribute.name} holds {origin!r}; an origin is scheme://host[:port], "
+                    "with no path (not even a trailing '/')"
+                )
+
+
 @attrs.frozen(kw_only=True)
 class HttpServerConfig:
-    """Limits and policy of the MCP endpoint."""
+    """Limits and policy of the MCP endpoint.
 
-    path: str = "/mcp"
+    Raises:
+        ValueError: ``path`` does not start with ``/``, a limit is not an integer >= 1, or an
+            allowed origin is not ``scheme://host[:port]``.
+        TypeError: ``allowed_origins`` is not a set of strings.
+    """
+
+    path: str = attrs.field(default="/mcp", validator=_endpoint_path)
     """The MCP endpoint's path; other paths get 404."""
-    max_body_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES
+    max_body_bytes: int = attrs.field(
+        default=jsonrpc.DEFAULT_MAX_MESSAGE_BYTES, validator=positive_int_field
+    )
     """Larger request bodies get 413 and the connection is closed."""
-    max_header_bytes: int = 16 * 1024
+    max_header_bytes: int = attrs.field(default=16 * 1024, validator=positive_int_field)
     """Larger request heads get 431 and the connection is closed."""
-    max_depth: int = jsonrpc.DEFAULT_MAX_DEPTH
+    max_depth: int = attrs.field(default=jsonrpc.DEFAULT_MAX_DEPTH, validator=positive_int_field)
     """Deeper JSON bodies get -32700."""
-    allowed_origins: frozenset[str] = frozenset()
+    allowed_origins: frozenset[str] = attrs.field(default=frozenset(), validator=_origins)
     """Origins allowed besides the localhost ones (exact ``scheme://host[:port]`` strings)."""
     allow_localhost_origins: bool = True
     """Allow ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` origins on any port."""

@@ -165,9 +165,17 @@ class ServerEngine:
         codec: Seals and opens ``requestState`` (instances that share its key ring and
             audience can serve each other's rounds).
         limits: Bounds on rounds, sizes and counts.
+
+    Raises:
+        TypeError: ``codec`` is not a :class:`StateCodec` or ``limits`` not
+            :class:`ServerLimits`.
     """
 
     def __init__(self, codec: StateCodec, *, limits: ServerLimits | None = None) -> None:
+        if not isinstance(codec, StateCodec):
+            raise TypeError(f"codec must be a StateCodec, not {type(codec).__name__}")
+        if limits is not None and not isinstance(limits, ServerLimits):
+            raise TypeError(f"limits must be ServerLimits or None, not {type(limits).__name__}")
         self._codec = codec
         self._limits = limits if limits is not None else ServerLimits()
         codec_max = codec.max_bytes

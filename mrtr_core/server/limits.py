@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
+
+from mrtr_core._checks import positive_int, positive_int_field
 
 __all__ = ["ServerLimits"]
 
 
-def _positive(_: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value!r}")
-
-
-def _positive_or_none(_: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
-    if value is not None and value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1 or None, got {value!r}")
+def _positive_int_or_none(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        positive_int(attribute.name, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -34,10 +33,13 @@ class ServerLimits:
             cryptographic work). ``None`` uses the codec's ``max_bytes``.
         max_input_responses: ``inputResponses`` entries accepted in one request.
         max_input_responses_bytes: Size of ``inputResponses`` as compact JSON.
+
+    Raises:
+        ValueError: A limit is not an integer >= 1 (``max_state_bytes`` may also be ``None``).
     """
 
-    max_input_requests: int = attrs.field(default=16, validator=_positive)
-    max_rounds: int = attrs.field(default=16, validator=_positive)
-    max_state_bytes: int | None = attrs.field(default=None, validator=_positive_or_none)
-    max_input_responses: int = attrs.field(default=64, validator=_positive)
-    max_input_responses_bytes: int = attrs.field(default=1 << 20, validator=_positive)
+    max_input_requests: int = attrs.field(default=16, validator=positive_int_field)
+    max_rounds: int = attrs.field(default=16, validator=positive_int_field)
+    max_state_bytes: int | None = attrs.field(default=None, validator=_positive_int_or_none)
+    max_input_responses: int = attrs.field(default=64, validator=positive_int_field)
+    max_input_responses_bytes: int = attrs.field(default=1 << 20, validator=positive_int_field)

@@ -146,6 +146,11 @@ def _derive(secret: bytes, mode: StateMode) -> bytes:
     ).derive(secret)
 
 
+def _is_number(value: object) -> bool:
+    """An ``int`` or ``float`` that is not a ``bool``."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 class StateCodec:
     """Seals payloads into ``requestState`` tokens and opens them again.
 
@@ -164,6 +169,11 @@ class StateCodec:
             ``skew`` in the future is refused, and one is accepted until ``exp + skew``.
         max_bytes: Largest token accepted or produced (checked before any crypto).
 
+    Raises:
+        ValueError: A bad ``mode``, ``ttl``, ``skew`` or ``max_bytes``, or an empty ``audience``.
+        TypeError: ``ring`` is not a :class:`KeyRing`, ``audience`` not a string, or
+            ``nonce`` not callable.
+
     Times are seconds on a clock every instance shares (Unix time in production).
     """
 
@@ -178,16 +188,23 @@ class StateCodec:
         skew: float = 60.0,
         max_bytes: int = DEFAULT_MAX_STATE_BYTES,
     ) -> None:
+        if not isinstance(ring, KeyRing):
+            raise TypeError(f"ring must be a KeyRing, not {type(ring).__name__}")
         if mode not in _PREFIX:
             raise ValueError(f"mode must be 'aead' or 'hmac', not {mode!r}")
-        if not (math.isfinite(ttl) and ttl > 0):
+        if not (_is_number(ttl) and math.isfinite(ttl) and ttl > 0):
             raise ValueError(f"ttl must be a positive finite number, got {ttl!r}")
-        if not (math.isfinite(skew) and skew >= 0):
+        if not (_is_number(skew) and math.isfinite(skew) and skew >= 0):
             raise ValueError(f"skew must be a non-negative finite number, got {skew!r}")
-        if max_bytes < 64:
-            raise ValueError(f"max_bytes must be at least 64, got {max_bytes!r}")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
+            raise ValueError(f"max_bytes must be an integer of at least 64, got {max_bytes!r}")
         if not isinstance(audience, str):
             raise TypeError("audience must be a string")
+        if not audience:
+            # Every server would share the empty audience: tokens must name the one they are for.
+            raise ValueError("audience must not be empty; use this server's identity")
+        if not callable(nonce):
+            raise TypeError(f"nonce must be a callable n -> n random bytes, got {nonce!r}")
         self._ring = ring
         self._audience = audience
         self._nonce = nonce

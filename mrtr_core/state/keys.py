@@ -28,12 +28,14 @@ class KeyRing:
 
     Raises:
         ValueError: No keys, a bad id, a short key, or an active id not in ``keys``.
-        TypeError: A key that is not ``bytes``.
+        TypeError: ``keys`` is not a mapping, or a key is not ``bytes``.
     """
 
     __slots__ = ("_active", "_keys")
 
     def __init__(self, keys: Mapping[str, bytes], *, active: str) -> None:
+        if not isinstance(keys, Mapping):
+            raise TypeError(f"keys must map key ids to secrets, not {type(keys).__name__}")
         if not keys:
             raise ValueError("a key ring needs at least one key")
         checked: dict[str, bytes] = {}
@@ -77,7 +79,10 @@ class KeyRing:
         return KeyRing(self._keys, active=kid)
 
     def without(self, kid: str) -> KeyRing:
-        """A new ring without ``kid`` (which must not be the active key)."""
+        """A new ring without ``kid`` (which must be in the ring and not the active key)."""
+        if kid not in self._keys:
+            # Dropping a mistyped id would otherwise leave the old key verifying, unnoticed.
+            raise ValueError(f"key {kid!r} is not in the ring")
         if kid == self._active:
             raise ValueError("cannot remove the active key; activate another first")
         return KeyRing({k: v for k, v in self._keys.items() if k != kid}, active=self._active)
