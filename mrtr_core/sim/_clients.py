@@ -25,7 +25,12 @@ from mrtr_core.client import (
 )
 from mrtr_core.client.commands import ClientCommand, RequestId
 from mrtr_core.client.events import ClientEvent
-from mrtr_core.errors import FlowDeadlineError, LegTimeoutError, MrtrError
+from mrtr_core.errors import (
+    FlowDeadlineError,
+    HandlerTimeoutError,
+    LegTimeoutError,
+    MrtrError,
+)
 from mrtr_core.sim import invariants as inv
 from mrtr_core.sim._state import EPS, Flow, Leg, RunState, outcome_label
 from mrtr_core.sim.hostile import HOSTILE_SERVER_ERRORS, HOSTILE_SERVERS
@@ -291,12 +296,17 @@ class ClientSide(RunState):
             else:
                 flow.touched.append("caller gave up")
                 self.sched.after(think / 2, self._abort, flow)
+        if flow.hostile == "endless":
+            # A stream of its own: the draws above stay where they were.
+            think = flow.prng.fork(f"long-think-{flow.legs}").uniform(*timing.long_think)
+            what = f"answers after {think:.1f} s"
         if flow.hostile is None and expire:
             # The person thinks longer than the state lives: it expires in flight.
             think = expire_think
             flow.touched.append("state expired in flight")
             what = f"{what} after {think:.1f} s (state expires)"
         flow.handlers.add(key)
+        flow.asked_at = self.sched.now  # a round's handlers are all invoked at once (C1)
         if self.transcript is not None:
             self._note(flow.op, flow.client.principal, f"handler {key} {request.method}: {what}")
         self.sched.after(think, self._handler_done, (flow, key, event))
@@ -313,6 +323,12 @@ class ClientSide(RunState):
         if flow.done or key not in flow.handlers:
             return  # cancelled: its outcome is dropped
         flow.handlers.discard(key)
+        timeout = self.limits.handler_timeout
+        if timeout is not None and self.sched.now - flow.asked_at > timeout + EPS:
+            self._violate(inv.TIME_LIMIT, flow.op,
+                          f"handler {key} answered {self.sched.now - flow.asked_at:.6f} s after "
+                          f"it was invoked and the flow still took the answer; "
+                          f"handler_timeout is {timeout}")
         self._feed(flow, event)
 
     def _abort(self, flow: Flow) -> None:
@@ -352,6 +368,12 @@ class ClientSide(RunState):
                 self._violate(inv.TIME_LIMIT, op,
                               f"leg timed out after {waited:.6f} s; leg_timeout is "
                               f"{limits.leg_timeout}")
+        if isinstance(error, HandlerTimeoutError) and limits.handler_timeout is not None:
+            waited = now - flow.asked_at
+            if abs(waited - limits.handler_timeout) > EPS:
+                self._violate(inv.TIME_LIMIT, op,
+                              f"handler timed out {waited:.6f} s after it was invoked; "
+                              f"handler_timeout is {limits.handler_timeout}")
         if flow.hostile is not None:
             expected = HOSTILE_SERVER_ERRORS[flow.hostile]
             if result is not None:

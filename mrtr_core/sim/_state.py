@@ -111,6 +111,7 @@ class Flow:
 
     __slots__ = (
         "answers",
+        "asked_at",
         "client",
         "done",
         "expected_keys",
@@ -151,6 +152,7 @@ class Flow:
         self.done = False
         self.legs = 0
         self.sent_at = 0.0
+        self.asked_at = 0.0  # when the client invoked the current round's handlers
         self.last_leg: Leg | None = None
         self.ids: list[RequestId] = []
         self.previous: int | None = None

@@ -36,8 +36,9 @@ class Faults:
             in flight and the server must refuse it.
         handler: An input handler misbehaves: declines, cancels, fails, is too slow, or the
             caller gives up on the flow.
-        hostile_server: A flow is sent to a hostile server (input_required forever,
-            state-only hot loop, oversized state, unknown kinds, invalid result types).
+        hostile_server: A flow is sent to a hostile server (input_required forever, or
+            until the flow's time budget is spent; state-only rounds in a hot loop,
+            oversized state, unknown kinds, invalid result types).
         hostile_client: A flow's client also sends hostile probes: tampered, replayed,
             swapped, foreign-principal, expired state and malformed answers.
     """

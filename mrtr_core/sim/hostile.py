@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from mrtr_core.errors import (
     CodecError,
+    FlowDeadlineError,
     InputRequestsLimitError,
     JsonRpcError,
     MrtrError,
@@ -40,6 +41,10 @@ __all__ = [
 HOSTILE_SERVER_ERRORS: Final[dict[str, tuple[type[MrtrError], ...]]] = {
     # input_required, forever: the client's round limit stops it (digest §2.6).
     "forever": (RoundLimitError,),
+    # input_required forever, each question taking its person nearly the handler limit
+    # (Timing.long_think): the flow's budget stops it (the round limit only when the
+    # timing leaves the budget out of reach).
+    "endless": (FlowDeadlineError, RoundLimitError),
     # state-only rounds in a hot loop: paced, then stopped by the round limit (§2.4).
     "state_loop": (RoundLimitError,),
     # a requestState larger than the client accepts.
@@ -99,7 +104,7 @@ def hostile_reply(behaviour: str, message: JsonObject, leg: int, prng: Prng,
     request_id = message.get("id")
     state = f"hostile-{leg}-{prng.next_u64():016x}"
     result: Any
-    if behaviour == "forever":
+    if behaviour in ("forever", "endless"):
         result = {"resultType": "input_required", "inputRequests": {f"q{leg}": _form("again?")},
                   "requestState": state}
     elif behaviour == "state_loop":

@@ -39,7 +39,8 @@ ROUND_LIMIT: Final = "round limit"
 
 TIME_LIMIT: Final = "time limit"
 """A flow ends within ``flow_timeout`` of its start; a leg timeout fires exactly
-``leg_timeout`` after the leg was sent."""
+``leg_timeout`` after the leg was sent; a handler timeout fires exactly ``handler_timeout``
+after the round's handlers were invoked, and no answer later than that is taken."""
 
 PACING: Final = "pacing"
 """A state-only retry waits its doubling, jittered delay, capped at ``pacing_max``

@@ -34,6 +34,9 @@ class Timing:
         sample_think: How long a model takes to sample.
         roots_think: How long listing roots takes.
         slow_think: A handler too slow for ``handler_timeout``.
+        long_think: How long a person takes over each question of the hostile ``endless``
+            server: within ``handler_timeout``, yet a few rounds of it outlast
+            ``flow_timeout``, so that the flow's budget is what stops the flow.
         downtime: How long a crashed instance stays down (another stays up meanwhile).
         interarrival: Mean time between flow starts.
         state_ttl: The codec's token lifetime.
@@ -49,6 +52,7 @@ class Timing:
     sample_think: tuple[float, float] = _span(0.2, 2.0)
     roots_think: tuple[float, float] = _span(0.001, 0.01)
     slow_think: tuple[float, float] = _span(65.0, 90.0)
+    long_think: tuple[float, float] = _span(36.0, 57.0)
     downtime: tuple[float, float] = _span(0.2, 2.0)
     interarrival: float = 0.005
     state_ttl: float = 30.0

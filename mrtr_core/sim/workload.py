@@ -256,8 +256,9 @@ def _marks(value: Any, out: set[str]) -> None:
 class ReferenceWorkload:
     """Three kinds of operation over the three MRTR methods, each echoing its answers.
 
-    - ``deploy`` (``tools/call``, single-use): asks ``confirm``; then ``ticket`` (a form)
-      and ``summary`` (sampling) together; then runs its side effect once
+    - ``deploy`` (``tools/call``, single-use): asks ``confirm``; reserves once
+      (``ctx.once("reserve")``, a step with a round after it); then asks ``ticket`` (a
+      form) and ``summary`` (sampling) together; then runs its side effect once
       (``ctx.once("charge")``) and completes. Declining ``confirm`` completes with
       ``isError``. Three rounds.
     - ``review`` (``prompts/get``): asks ``roots``, then ``approve``. Three rounds.
@@ -289,7 +290,7 @@ class ReferenceWorkload:
 
         @app.tool(single_use=True)
         def deploy(ctx: Context, op: str) -> Any:
-            """Deploy after a confirmation, a ticket and a summary; charge once."""
+            """Deploy after a confirmation, a ticket and a summary; reserve and charge once."""
             plan = ctx.memo("plan", lambda: {"op": op, "steps": 3})
             confirm = ctx.ask("confirm", form(f"{op}: deploy?", note=str, ok=bool))
             answers: dict[str, Any] = {"confirm": _answer_data(confirm)}
@@ -300,13 +301,17 @@ class ReferenceWorkload:
                                           "answers": answers},
                     "isError": True,
                 }
+            # A step with a round after it: every later round must get its recorded
+            # result, not run it again (what ctx.once promises across rounds).
+            reserved = ctx.once("reserve", lambda: effects.record(op, "reserve"))
             got = ctx.ask_all({
                 "ticket": form(f"{op}: change ticket", ticket=str),
                 "summary": sample(f"{op}: summarise {plan['steps']} steps", 64),
             })
             answers.update({key: _answer_data(value) for key, value in got.items()})
             charged = ctx.once("charge", lambda: effects.record(op, "charge"))
-            return {"op": op, "outcome": "deployed", "charged": charged, "answers": answers}
+            return {"op": op, "outcome": "deployed", "reserved": reserved, "charged": charged,
+                    "answers": answers}
 
         @app.prompt()
         def review(ctx: Context, op: str) -> Any:

@@ -3,8 +3,14 @@ shortest transcript that shows it; the printed reproduction must reproduce it.""
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 
+import mrtr_core.sim._clients as client_side
+from mrtr_core.client import ClientFlow, ClientLimits
+from mrtr_core.server import Context
 from mrtr_core.sim import (
     Faults,
     Mutations,
@@ -126,3 +132,49 @@ def test_the_printed_reproduction_names_a_workload_of_the_callers_own() -> None:
     rerun = eval(code, {"Simulation": Simulation, "Faults": Faults, "Mutations": Mutations,
                         "WORKLOAD": Mine()})
     assert inv.SINGLE_USE in {v.invariant for v in rerun.violations}
+
+
+def _client_flow_with(monkeypatch: pytest.MonkeyPatch, **loosened: Any) -> None:
+    """Plant a client flow that runs under looser limits than the simulator checks."""
+
+    class Loose(ClientFlow):
+        def __init__(self, *args: Any, limits: ClientLimits, **kwargs: Any) -> None:
+            super().__init__(*args, limits=attrs.evolve(limits, **loosened), **kwargs)
+
+    monkeypatch.setattr(client_side, "ClientFlow", Loose)
+
+
+def test_a_client_that_never_times_out_a_handler_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _client_flow_with(monkeypatch, handler_timeout=None)
+    report = Simulation(37, flows=300, faults=Faults(handler=0.5)).run()
+    assert inv.TIME_LIMIT in {v.invariant for v in report.violations}, report.summary()
+    assert report.transcript is not None
+    assert ": slow" in report.transcript  # the handler the flow should have given up on
+    assert "the flow still took the answer; handler_timeout is 60.0" in report.transcript
+
+
+def test_a_client_that_never_spends_its_flow_budget_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only a server that keeps a person busy past the budget can show it: the honest
+    # flows end long before flow_timeout.
+    _client_flow_with(monkeypatch, flow_timeout=None)
+    report = Simulation(38, flows=200, faults=Faults(hostile_server=1.0)).run()
+    assert inv.TIME_LIMIT in {v.invariant for v in report.violations}, report.summary()
+    assert report.transcript is not None
+    assert "to hostile server (endless)" in report.transcript
+    assert "budget 240.0" in report.transcript
+
+
+def test_a_once_step_that_runs_again_in_a_later_round_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ctx.once that forgets what ran: harmless in a handler's last round, a second side
+    # effect in any round after it.
+    monkeypatch.setattr(Context, "once", lambda self, name, fn: fn())
+    report = Simulation(39, flows=100).run()
+    assert inv.SINGLE_USE in {v.invariant for v in report.violations}, report.summary()
+    assert report.transcript is not None
+    assert "ran side effect 'reserve'" in report.transcript

@@ -122,7 +122,8 @@ def test_duplicated_retries_of_single_use_state_are_refused_not_run_twice() -> N
     assert report.ok, report.summary()
     assert report.counters.duplicated > 0
     assert report.counters.replays_refused > 0
-    assert report.counters.effects <= report.completed
+    # A deploy reserves once and charges once; SINGLE_USE (report.ok) checks each per op.
+    assert 0 < report.counters.effects <= 2 * report.flows
 
 
 def test_crashed_instances_restart_empty_and_flows_resume_elsewhere() -> None:
@@ -167,6 +168,12 @@ def test_state_only_hot_loop_is_paced_and_stopped_by_the_round_limit() -> None:
     report = Simulation(19, flows=200, faults=Faults(hostile_server=1.0), timing=timing).run()
     assert report.ok, report.summary()  # PACING checks every state-only retry's delay
     assert report.outcomes["failed: RoundLimitError [hostile server: state_loop]"] > 0
+
+
+def test_a_server_that_keeps_a_person_busy_is_stopped_by_the_flow_budget() -> None:
+    report = Simulation(19, flows=200, faults=Faults(hostile_server=1.0)).run()
+    assert report.ok, report.summary()  # TIME_LIMIT: no flow outlives flow_timeout
+    assert report.outcomes["failed: FlowDeadlineError [hostile server: endless]"] > 0
 
 
 def test_hostile_client_probes_are_all_refused() -> None:
