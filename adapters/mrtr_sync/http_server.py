@@ -5,7 +5,9 @@ another, as HTTP/1.1 does); both leave SIGINT and SIGTERM to the main thread (se
 :mod:`mrtr_sync.threads`), so a process serving in the background stops on the first
 signal even while its main thread sleeps. Framing and every transport check happen in
 :class:`~mrtr_core.http.HttpServerConnection`; this module only moves bytes, keeps the
-timers, and runs handlers.
+timers, and runs handlers. A handler thread cannot be stopped: a client that closes (or
+half-closes) its connection while a request is answered gets that reply written, but no
+handler is started for what it pipelined behind it (closing is the cancellation, digest §2.7).
 
 Example::
 
@@ -250,6 +252,10 @@ class HttpServer:
                     conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
                     self._send(sock, conn.data_to_send())
                     served.answering = False
+                    if self._client_left(sock, conn):
+                        # It closed while the request was answered: closing is the
+                        # cancellation (digest §2.7), of what it pipelined behind it too.
+                        return
                 elif isinstance(event, ConnectionEnded):
                     self._linger(sock, conn)
                     return
@@ -260,6 +266,27 @@ class HttpServer:
                 self._conns.pop(sock, None)
             sock.close()
             self._freed.set()
+
+    def _client_left(self, sock: socket.socket, conn: HttpServerConnection) -> bool:
+        """Whether the client ended its side (or reset the connection) while a request was
+        answered, so that no handler is started for what it pipelined meanwhile (a handler
+        thread cannot be stopped: the trio and asyncio servers cancel theirs). Reads what
+        the client sent meanwhile without waiting, into ``conn``, up to its end or one
+        request's worth of bytes (what those servers read while a handler runs)."""
+        budget = self.config.max_body_bytes + self.config.max_header_bytes
+        sock.settimeout(0.0)  # non-blocking; _receive() and _send() set their own timeout
+        while budget > 0:
+            try:
+                data = sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                return False
+            except OSError:
+                return True  # reset by the client: the same as its going away
+            if not data:
+                return True
+            conn.receive_data(data)
+            budget -= len(data)
+        return False
 
     def _linger(self, sock: socket.socket, conn: HttpServerConnection) -> None:
         """Close in stages when the client may still be sending (RFC 9112 §9.6): half-close,

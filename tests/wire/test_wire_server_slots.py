@@ -2,6 +2,7 @@
 connection by closing the oldest one that only waits for its client (between requests, or a
 request still arriving), and refuses the new one only when every connection is being
 answered. So silent or slow clients cannot keep everyone else out until their timeouts.
+And a client that leaves while a request is answered cancels what it pipelined behind it.
 
 Each server runs in a thread of its own (its event loop there) and the clients are plain
 blocking sockets; every wait is bounded by ``LIMIT`` and the assertions are on outcomes only.
@@ -194,4 +195,34 @@ def test_a_server_whose_connections_are_all_being_answered_refuses_a_new_one(
         assert answered is not None and b"opened" in answered.body
     finally:
         busy.close()
+        served.close()
+
+
+def test_a_client_leaving_while_a_request_is_answered_cancels_what_it_pipelined(
+    runtime: str,
+) -> None:
+    """Closing is the cancellation on HTTP (digest §2.7), of the request being answered and
+    of the one pipelined behind it. The client half-closes (on the wire the same as a close)
+    so that it can still read what the server sends before closing. The trio and asyncio
+    servers cancel the handler and close; the sync one, whose handler thread cannot be
+    stopped, writes that reply once it returns, but starts no handler for the next request."""
+    served = Served(runtime, max_connections=2)
+    client = Client(served.port)
+    try:
+        pipelined = RawClient().post(call_tool("echo", 2, text="pipelined"), mcp_headers())
+        client.send(call_tool("gate_wait", 1))
+        client.sock.sendall(pipelined)
+        client.sock.shutdown(socket.SHUT_WR)
+        assert served.entered.wait(LIMIT)
+        if runtime == "sync":
+            served.open_gate()
+        received = bytearray()
+        while data := client.sock.recv(65536):  # until the server closes (LIMIT bounds it)
+            received += data
+        served.open_gate()
+        assert b"pipelined" not in received
+        replies = RawClient().read_pipelined(bytes(received), 1) if received else []
+        assert [reply.json()["id"] for reply in replies] == ([1] if runtime == "sync" else [])
+    finally:
+        client.close()
         served.close()
