@@ -164,7 +164,8 @@ class HttpClientConfig:
 
 
 class HttpStatusError(RemoteProtocolError):
-    """The server answered with an HTTP error status and no JSON-RPC response.
+    """The server answered with a status other than 2xx (an error, or a redirect, which is
+    not followed) and no JSON-RPC response.
 
     Attributes:
         status: The HTTP status code.
@@ -483,7 +484,7 @@ class HttpClientConnection:
         if self._kind == "other":
             room = _EXCERPT - len(self._body)
             self._body += data[: max(room, 0)]
-            if len(self._body) >= _EXCERPT and (self._status >= 400 or self._status < 200):
+            if len(self._body) >= _EXCERPT and not 200 <= self._status < 300:
                 # Only the excerpt is kept: an error page is not read to its (maybe
                 # endless) end; the connection is given up instead.
                 raise HttpStatusError(self._status, bytes(self._body), self._content_type)
@@ -536,7 +537,7 @@ class HttpClientConnection:
         if self._kind == "json":
             self._finish_json()
             return
-        if self._status >= 400 or self._status < 200:
+        if not 200 <= self._status < 300:  # a redirect is not followed either
             raise HttpStatusError(self._status, bytes(self._body), self._content_type)
         raise RemoteProtocolError(
             f"HTTP {self._status} response has Content-Type {self._content_type!r}, expected "
@@ -552,7 +553,7 @@ class HttpClientConnection:
             )
             message = jsonrpc.parse_response(value)
         except jsonrpc.MessageError:
-            if self._status >= 400:
+            if not 200 <= self._status < 300:
                 raise HttpStatusError(self._status, bytes(self._body), self._content_type) from None
             raise
         if isinstance(message, jsonrpc.Notification):

@@ -267,6 +267,10 @@ def test_error_without_id_is_the_answer_to_this_request():
         (502, "text/html", b"<h1>bad gateway</h1>"),
         (400, "application/json", b'{"detail": "legacy"}'),
         (500, None, b""),
+        # A redirect is not followed (digest §3.3: one POST to the one endpoint); its JSON
+        # body that is no JSON-RPC message is reported by its status too.
+        (307, "application/json", b'{"location": "/elsewhere"}'),
+        (302, "text/html", b"<a href='/x'>moved</a>"),
     ],
 )
 def test_http_error_without_json_rpc_body_is_a_typed_error(status, content_type, body):
