@@ -54,6 +54,12 @@ _READ_SIZE = 65536
 # readable meanwhile, so the loop waits for a connection to end instead of trying again.
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
+_FLUSH_WAIT_S = 0.5
+"""How long a full server waits for a connection whose reply is handed over whole to finish
+writing it, before refusing a new connection: its client may have read the reply before its
+thread got back to mark the connection as waiting (a client that does not read its reply
+keeps the write going, and the newcomer is refused)."""
+
 
 class HttpServer:
     """A Streamable HTTP server for one app, bound on construction.
@@ -103,6 +109,7 @@ class HttpServer:
         self.host, self.port = self._listener.getsockname()[:2]
         self._wake_r, self._wake_w = socket.socketpair()
         self._lock = threading.Lock()
+        self._answered = threading.Condition(self._lock)  # a reply was written
         self._conns: dict[socket.socket, _Served] = {}  # oldest first
         self._leaving: list[threading.Thread] = []  # connections closed to make room
         self._stopping = False
@@ -154,6 +161,7 @@ class HttpServer:
         """Stop accepting, close every connection, and wait for their threads."""
         with self._lock:
             self._stopping = True
+            self._answered.notify_all()
             conns = {sock: served.thread for sock, served in self._conns.items()}
             leaving = list(self._leaving)
         self._freed.set()
@@ -185,8 +193,7 @@ class HttpServer:
         except OSError as exc:
             return exc.errno not in _OUT_OF_RESOURCES
         with self._lock:
-            full = len(self._conns) >= self.max_connections
-            if self._stopping or (full and not self._make_room()):
+            if not self._take_slot():
                 sock.close()
                 return True
             served = _Served(HttpServerConnection(self.config, tool_schema=self._tool_schema))
@@ -210,6 +217,25 @@ class HttpServer:
                     sock.shutdown(socket.SHUT_RDWR)  # its thread reads the end and closes it
                 return True
         return False
+
+    def _take_slot(self) -> bool:
+        """(Lock held.) Whether a new connection may be served now: a slot is free, or one
+        is made for it (see :meth:`_make_room`, and :data:`_FLUSH_WAIT_S`)."""
+        if self._stopping:
+            return False
+        if len(self._conns) < self.max_connections or self._make_room():
+            return True
+        if not self._writing_reply():
+            return False  # every connection is being answered: refused
+        made = self._answered.wait_for(lambda: self._stopping or self._make_room(),
+                                       _FLUSH_WAIT_S)
+        return made and not self._stopping
+
+    def _writing_reply(self) -> bool:
+        """(Lock held.) Whether some connection is writing a reply it handed over whole: it
+        waits for its client as soon as that write returns."""
+        return any(served.answering and served.conn.waiting_for_peer
+                   for served in self._conns.values())
 
     @staticmethod
     def _receive(sock: socket.socket, timeout: float) -> bytes | None:
@@ -251,7 +277,9 @@ class HttpServer:
                     reply = self._answer(event)
                     conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
                     self._send(sock, conn.data_to_send())
-                    served.answering = False
+                    with self._answered:
+                        served.answering = False
+                        self._answered.notify_all()
                     if self._client_left(sock, conn):
                         # It closed while the request was answered: closing is the
                         # cancellation (digest §2.7), of what it pipelined behind it too.

@@ -226,3 +226,48 @@ def test_a_client_leaving_while_a_request_is_answered_cancels_what_it_pipelined(
     finally:
         client.close()
         served.close()
+
+
+class _SignallingCondition(threading.Condition):
+    """A condition that says when the server starts waiting on it."""
+
+    def __init__(self, lock: Any, waiting: threading.Event) -> None:
+        super().__init__(lock)
+        self._waiting = waiting
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        self._waiting.set()
+        return super().wait_for(predicate, timeout)
+
+
+def test_a_connection_whose_thread_has_not_come_back_from_writing_its_reply_makes_room() -> None:
+    # The client of the only slot reads its whole reply while the thread that wrote it is
+    # still on its way back from the write (parked here until the server waits): a full
+    # server must wait for it to finish instead of refusing the newcomer.
+    gate = threading.Event()
+    server = serve_sync(make_app(gate), "127.0.0.1", 0, max_connections=1)
+    accept_waits = threading.Event()
+    server._answered = _SignallingCondition(server._lock, accept_waits)
+    written = server._send
+
+    def send_then_linger(sock: socket.socket, data: bytes) -> None:
+        written(sock, data)
+        if b"HTTP/1.1 200" in data:
+            accept_waits.wait(LIMIT)
+
+    server._send = send_then_linger  # type: ignore[method-assign]
+    first = Client(server.port)
+    newcomer = None
+    try:
+        reply = echo(first, "first")
+        assert reply is not None and reply.status == 200
+        newcomer = Client(server.port)
+        reply = echo(newcomer, "new")
+        assert reply is not None and reply.status == 200
+        assert accept_waits.is_set()
+        assert first.closed_by_server()  # the room was made by closing the first one
+    finally:
+        first.close()
+        if newcomer is not None:
+            newcomer.close()
+        server.shutdown()
