@@ -53,6 +53,17 @@ def _to_json_text(value: Any) -> str:
         raise _bad(f"value of type {type(value).__name__} is not JSON ({exc})") from exc
 
 
+def _json_result(out: JsonObject) -> JsonObject:
+    """``out`` when it is JSON as a whole (RFC 8259: no sets, bytes or NaN anywhere), else
+    the ``-32603`` naming the problem: a result the handler built itself passes through
+    unread, and the transport could not write it."""
+    try:
+        _TO_JSON_TEXT(out)
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"the result is not JSON ({exc})") from exc
+    return out
+
+
 def tool_result(value: Any) -> JsonObject:
     """A ``CallToolResult`` from a tool handler's value.
 
@@ -67,7 +78,7 @@ def tool_result(value: Any) -> JsonObject:
         _check_blocks(out["content"], "content")
         if "isError" in out and not isinstance(out["isError"], bool):
             raise _bad("isError must be a boolean")
-        return out
+        return _json_result(out)
     if isinstance(value, str):
         return {"content": [text_block(value)]}
     if value is None:
@@ -91,11 +102,11 @@ def prompt_result(value: Any) -> JsonObject:
     if isinstance(value, Mapping) and "messages" in value:
         out = dict(value)
         out["messages"] = _messages(out["messages"])
-        return out
+        return _json_result(out)
     if isinstance(value, str):
         return {"messages": _messages([value])}
     if isinstance(value, list):
-        return {"messages": _messages(value)}
+        return _json_result({"messages": _messages(value)})
     raise _bad(f"a prompt returns messages, got {type(value).__name__}")
 
 
@@ -140,11 +151,14 @@ def resource_result(
     ``ttlMs``/``cacheScope`` are required on a complete read (caching.mdx; digest §3.2) and
     filled from the resource's declaration when the handler did not set them.
     """
+    built = True  # the handler built the contents itself: check they are JSON
     if isinstance(value, Mapping) and "contents" in value:
         out = dict(value)
     elif isinstance(value, str):
+        built = False
         out = {"contents": [_item(uri, mime_type, text=value)]}
     elif isinstance(value, bytes | bytearray):
+        built = False
         out = {"contents": [_item(uri, mime_type,
                                   blob=base64.b64encode(bytes(value)).decode("ascii"))]}
     elif isinstance(value, list):
@@ -167,7 +181,7 @@ def resource_result(
     problem = caching_problem(out["ttlMs"], out["cacheScope"])
     if problem is not None:  # a handler's own hints, checked like the rest of its result
         raise _bad(problem)
-    return out
+    return _json_result(out) if built else out
 
 
 def _item(uri: str, mime_type: str | None, **body: str) -> JsonObject:

@@ -37,7 +37,7 @@ from typing import Any, Final, TypeVar, cast, overload
 import attrs
 
 from mrtr_core import jsontext
-from mrtr_core.errors import JsonRpcError
+from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server.capabilities import (
     MissingCapabilityError,
     merge_capabilities,
@@ -122,6 +122,9 @@ class Pending:
     digest: str
 
 
+INPUT_REQUEST_TYPES: Final = (
+    ElicitFormRequest, ElicitUrlRequest, CreateMessageRequest, ListRootsRequest
+)
 _DIGESTS: Final = SHARED_DIGESTS  # digests of recent questions (digests.py)
 
 
@@ -274,7 +277,11 @@ class Context:
                 (the round fails with ``-32602`` naming the key; let it propagate).
             MissingCapabilityError: The client did not declare what this question needs
                 (``-32021``, S7).
-            ValueError: ``key`` was asked a different question earlier in this run.
+            ValueError: ``key`` was asked a different question earlier in this run, or is
+                not a non-empty string.
+            TypeError: ``request`` is not an input request.
+            JsonRpcError: ``-32603`` (``reason: invalid_question``, key named): the
+                question is not JSON (a set, ``NaN``), so it is never sent.
         """
         answer = self._lookup(key, request)
         if answer is not None:
@@ -293,7 +300,13 @@ class Context:
             InputRejected: An answer the request carries does not fit its question
                 (``-32602`` naming the key).
             MissingCapabilityError: Some missing question needs an undeclared capability.
+            TypeError, ValueError, JsonRpcError: As :meth:`ask`, for any key; and
+                ``TypeError`` when ``requests`` is not a mapping.
         """
+        if type(requests) is not dict and not isinstance(requests, Mapping):
+            raise TypeError(
+                f"ask_all takes a mapping of key to question, not {type(requests).__name__}"
+            )
         answers: dict[str, InputResponse] = {}
         missing: list[str] = []
         for key, request in requests.items():
@@ -318,7 +331,15 @@ class Context:
     def _lookup(self, key: str, request: InputRequest) -> InputResponse | None:
         if not isinstance(key, str) or not key:
             raise ValueError(bad_key_message(key))
-        digest, wire = _DIGESTS.digest(request)
+        try:
+            digest, wire = _DIGESTS.digest(request)
+        except (TypeError, ValueError, AttributeError) as exc:
+            if not isinstance(request, INPUT_REQUEST_TYPES):
+                raise TypeError(
+                    f"the question under {key!r} must be an input request (form, url, "
+                    f"sample or roots), not {type(request).__name__}"
+                ) from None
+            raise invalid_question(key, exc) from exc
         seen = self._questions.get(key)
         if seen is not None and seen != digest:
             raise ValueError(f"key {key!r} was asked a different question earlier in this run")
@@ -358,7 +379,9 @@ class Context:
             InputPending: A question asked earlier in this run has no answer yet (the
                 handler caught the stop): ``fn`` does not run, so nothing computed without
                 that answer is carried to later rounds.
+            TypeError: ``name`` is not a string, or the value is not JSON-able (named).
         """
+        _check_name(name)
         if name in self._memo:
             return cast(T, self._memo[name])
         self._stop_if_pending()
@@ -368,6 +391,7 @@ class Context:
 
     async def amemo(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         """:meth:`memo` for an async ``fn`` (any async runtime)."""
+        _check_name(name)
         if name in self._memo:
             return cast(T, self._memo[name])
         self._stop_if_pending()
@@ -388,7 +412,10 @@ class Context:
             InputPending: A question asked earlier in this run has no answer yet (the
                 handler caught the stop, say with a bare ``except:``): the step does not
                 run before the answers the code above it waits for.
+            TypeError: ``name`` is not a string (checked before ``fn`` runs), or the
+                result is not JSON-able (named; ``fn`` has run, and nothing is recorded).
         """
+        _check_name(name)
         if name in self._once:
             return cast(T, self._once[name])
         self._stop_if_pending()
@@ -398,6 +425,7 @@ class Context:
 
     async def aonce(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
         """:meth:`once` for an async ``fn`` (any async runtime)."""
+        _check_name(name)
         if name in self._once:
             return cast(T, self._once[name])
         self._stop_if_pending()
@@ -468,6 +496,28 @@ class Context:
     def answers(self) -> Mapping[str, Recorded]:
         """Every answer recorded so far, pinned to its question's digest."""
         return self._answers
+
+
+def _check_name(name: object) -> None:
+    """Refuse a ``memo`` / ``once`` name that is not a string: the record travels as a JSON
+    object member, whose name is a string (RFC 8259 §4), so a name of another type (say,
+    ``7``) would read back as ``"7"`` and never be found again: its step would run, or its
+    value be computed, again on every round."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"a memo or once name must be a string, not {name!r} ({type(name).__name__})"
+        )
+
+
+def invalid_question(key: str, exc: Exception) -> JsonRpcError:
+    """The ``-32603`` for a question that is not JSON (a set in a sampling ``metadata``,
+    ``NaN`` for a ``temperature``; RFC 8259 §6 has no NaN or infinities): the handler's
+    mistake, named by its key, and never sent."""
+    return JsonRpcError(
+        INTERNAL_ERROR,
+        f"The question asked under {key!r} is not JSON: {exc}",
+        {"key": key, "reason": "invalid_question"},
+    )
 
 
 def bad_key_message(key: object) -> str:

@@ -58,6 +58,7 @@ from mrtr_core.server.context import (
     InputPending,
     InputRequired,
     bad_key_message,
+    invalid_question,
     question_digest,
 )
 from mrtr_core.server.limits import ServerLimits
@@ -376,9 +377,15 @@ class ServerEngine:
                 f"{limits.max_input_requests})",
                 {"limit": "max_input_requests", "value": limits.max_input_requests},
             )
-        for key, (request, _, digest) in questions.items():
+        for key, (request, wire, digest) in questions.items():
             if isinstance(request, ElicitFormRequest):
                 self._form_schema(key, request.requested_schema, digest)
+            # The digest's canonical text lets NaN and the infinities through; the wire
+            # must not carry them (RFC 8259 §6): never send a question that is not JSON.
+            try:
+                _ENCODE(wire)
+            except (TypeError, ValueError) as exc:
+                raise invalid_question(key, exc) from exc
         ctx = run.context
         # What Carried(...).to_payload() writes, without building the Carried (it is
         # sealed at once and never read here).
@@ -425,7 +432,10 @@ class ServerEngine:
             if not isinstance(key, str) or not key:
                 raise ValueError(bad_key_message(key))
             wire = unstructure_input_request(request)
-            questions[key] = (request, wire, question_digest(wire))
+            try:
+                questions[key] = (request, wire, question_digest(wire))
+            except (TypeError, ValueError) as exc:
+                raise invalid_question(key, exc) from exc
         try:
             _ENCODE(user)
         except (TypeError, ValueError) as exc:

@@ -21,17 +21,20 @@ from typing import Any
 import pytest
 from server_helpers import T0, Runtime, accept, make_codec, make_engine, meta, retry, tool_call
 
+from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, drive_sync
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server import (
     Completed,
     Context,
+    HandlerSpec,
     InputRequired,
     NeedsInput,
     ServerLimits,
     accepted,
     content,
     form,
+    sample,
 )
 from mrtr_core.wire import InputRequiredResult
 
@@ -228,6 +231,145 @@ def test_a_bad_key_is_named(rt: Runtime, key: Any, shown: str) -> None:
         with pytest.raises(ValueError, match="input request key must be a non-empty string, "
                            + shown.replace("(", r"\(").replace(")", r"\)")):
             rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+
+
+@pytest.mark.parametrize("method", ["memo", "once"])
+def test_a_memo_or_once_name_that_is_not_a_string_is_refused_before_the_step_runs(
+    rt: Runtime, method: str
+) -> None:
+    # The record travels as a JSON object member: a name 7 would read back as "7", never be
+    # found again, and the step would run again on every round.
+    ran: list[int] = []
+
+    def handler(ctx: Context) -> Any:
+        step = getattr(ctx, method)(7, lambda: ran.append(ctx.round) or "sent")
+        ctx.ask("q", form("Q?", ok=bool))
+        return step
+
+    with pytest.raises(TypeError, match=r"name must be a string, not 7 \(int\)"):
+        rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+    assert ran == []
+
+
+def test_async_memo_and_once_refuse_a_name_that_is_not_a_string() -> None:
+    async def value() -> str:
+        return "v"
+
+    async def handler(ctx: Context) -> Any:
+        with pytest.raises(TypeError, match=r"not \('a',\) \(tuple\)"):
+            await ctx.amemo(("a",), value)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"not None \(NoneType\)"):
+            await ctx.aonce(None, value)  # type: ignore[arg-type]
+        return "checked"
+
+    outcome = Runtime("trio").call(make_engine(), tool_call("t"), HandlerSpec(handler=handler))
+    assert isinstance(outcome, Completed) and outcome.value == "checked"
+
+
+@pytest.mark.parametrize(
+    ("question", "problem"),
+    [
+        (lambda: sample("Hi", 10, temperature=float("nan")), "Out of range float"),
+        (lambda: sample("Hi", 10, metadata={"tags": {"a"}}), "Object of type set"),
+        (lambda: sample("Hi", 10, model_preferences={"costPriority": float("inf")}),
+         "Out of range float"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["ask", "ask_all", "explicit"])
+def test_a_question_that_is_not_json_is_never_sent_and_its_key_is_named(
+    rt: Runtime, question: Any, problem: str, mode: str
+) -> None:
+    def handler(ctx: Context) -> Any:
+        if mode == "ask":
+            return ctx.ask("s", question())
+        if mode == "ask_all":
+            return ctx.ask_all({"s": question()})
+        return ctx.input_required({"s": question()})
+
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.data == {"key": "s", "reason": "invalid_question"}
+    assert info.value.message.startswith("The question asked under 's' is not JSON: " + problem)
+
+
+def test_the_app_answers_a_question_that_is_not_json_with_an_internal_error() -> None:
+    app = App("t", "1", codec=make_codec())
+
+    @app.tool()
+    def t(ctx: Context) -> Any:
+        return ctx.ask("s", sample("Hi", 10, temperature=float("nan")))
+
+    reply = drive_sync(app, _call("t"), now=T0)
+    assert reply.message is not None and reply.message["error"]["code"] == INTERNAL_ERROR
+    assert reply.message["error"]["data"] == {"key": "s", "reason": "invalid_question"}
+    jsonrpc.encode(reply.message)  # what the transport writes
+
+
+@pytest.mark.parametrize("question", [{"method": "roots/list"}, None, "Deploy?"])
+def test_asking_something_that_is_not_an_input_request_names_the_key_and_the_type(
+    rt: Runtime, question: Any
+) -> None:
+    def handler(ctx: Context) -> Any:
+        return ctx.ask("q", question)
+
+    shown = type(question).__name__
+    with pytest.raises(TypeError, match=f"the question under 'q' must be an input request "
+                       rf"\(form, url, sample or roots\), not {shown}$"):
+        rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+
+
+def test_ask_all_takes_a_mapping(rt: Runtime) -> None:
+    def handler(ctx: Context) -> Any:
+        return ctx.ask_all([("q", form("Q?", ok=bool))])  # type: ignore[arg-type]
+
+    with pytest.raises(TypeError, match="ask_all takes a mapping of key to question, not list"):
+        rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+
+
+# --- results the handler built itself --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "value"),
+    [
+        ("tools/call", {"content": [{"type": "text", "text": "x"}],
+                        "structuredContent": float("nan")}),
+        ("tools/call", {"content": [{"type": "text", "text": "x"}], "structuredContent": {1, 2}}),
+        ("tools/call", {"content": [{"type": "text", "text": "x", "annotations": b"raw"}]}),
+        ("prompts/get", [{"role": "user", "content": {"type": "text", "text": {"a"}}}]),
+        ("prompts/get", {"messages": ["hi"], "description": float("inf")}),
+        ("resources/read", [{"uri": "x://r", "text": "t", "size": float("nan")}]),
+        ("resources/read", {"contents": [{"uri": "x://r", "blob": b"raw"}]}),
+    ],
+)
+def test_a_result_the_handler_built_that_is_not_json_is_an_internal_error(
+    method: str, value: Any
+) -> None:
+    # Passed through unread, it would reach the transport, which cannot write it (a stdio
+    # worker would lose the reply): the app refuses it as the handler's mistake (-32603).
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t")(lambda ctx: value)
+    app.prompt(name="t")(lambda ctx: value)
+    app.resource("x://r")(lambda ctx, uri: value)
+    target = {"uri": "x://r"} if method == "resources/read" else {"name": "t"}
+    message = {"jsonrpc": "2.0", "id": 1, "method": method,
+               "params": {**target, "_meta": meta()}}
+    reply = drive_sync(app, message, now=T0)
+    assert reply.message is not None and reply.message["error"]["code"] == INTERNAL_ERROR
+    assert reply.message["error"]["message"].startswith(
+        "handler returned an invalid result: the result is not JSON ("
+    )
+    jsonrpc.encode(reply.message)
+
+
+def test_results_the_handler_built_that_are_json_pass_unchanged() -> None:
+    app = App("t", "1", codec=make_codec())
+    built = {"content": [{"type": "text", "text": "x"}], "structuredContent": {"n": 1.5}}
+    app.tool(name="t")(lambda ctx: built)
+    result = _result(drive_sync(app, _call("t"), now=T0))
+    assert result["structuredContent"] == {"n": 1.5}
+    assert result["content"] == built["content"]
 
 
 # --- registration --------------------------------------------------------------------------------
