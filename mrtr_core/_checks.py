@@ -11,7 +11,12 @@ from typing import Any
 import attrs
 
 __all__ = [
+    "client_options",
+    "flag",
     "http_server_options",
+    "instance_of",
+    "non_negative_seconds",
+    "optional_text",
     "port_number",
     "positive_int",
     "positive_int_field",
@@ -30,6 +35,47 @@ def positive_seconds(name: str, value: Any) -> None:
     # ``not value > 0`` also refuses nan, which compares false with everything.
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
+def non_negative_seconds(name: str, value: Any) -> None:
+    """Refuse ``value`` unless it is a number of seconds of at least 0 (not ``nan``, not a
+    ``bool``)."""
+    # ``not value >= 0`` also refuses nan.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+
+
+def instance_of(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
+    """Refuse ``value`` with a :class:`TypeError` unless it is a ``kind``; ``what`` names
+    the type expected in the message (``"a ClientLimits or None"``)."""
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def optional_text(name: str, value: Any) -> None:
+    """Refuse ``value`` with a :class:`TypeError` unless it is a string or ``None``."""
+    instance_of(name, value, (str, type(None)), "a string or None")
+
+
+def flag(name: str, value: Any) -> None:
+    """Refuse ``value`` with a :class:`TypeError` unless it is ``True`` or ``False`` (a
+    truthy string or ``1`` would switch a behaviour on by accident)."""
+    instance_of(name, value, bool, "True or False")
+
+
+def client_options(transport: Any, methods: tuple[str, ...], random: Any) -> None:
+    """The checks every adapter's ``Client`` makes of the arguments it handles itself:
+    ``transport`` has ``methods`` (the runtime's ``Transport`` protocol), ``random`` is a
+    ``random.Random`` or ``None``."""
+    missing = [m for m in methods if not callable(getattr(transport, m, None))]
+    if missing:
+        raise TypeError(
+            f"transport must be a Transport (with {' and '.join(methods)}),"
+            f" not {type(transport).__name__}"
+        )
+    # Duck-typed, as the core imports no random module: anything with .random() will do.
+    if random is not None and not callable(getattr(random, "random", None)):
+        raise TypeError(f"random must be a random.Random or None, not {type(random).__name__}")
 
 
 def positive_int_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:

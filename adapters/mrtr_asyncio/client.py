@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mrtr_asyncio.transport import Transport
+from mrtr_core._checks import client_options
 from mrtr_core.client.commands import (
     AwaitAnswers,
     CancelHandlers,
@@ -91,6 +92,7 @@ class Client(AsyncClientBase[Handler]):
         auto: bool = True,
         protocol_version: str = PROTOCOL_VERSION,
     ) -> None:
+        client_options(transport, ("request", "aclose"), random)
         super().__init__(
             client_info=client_info, elicitation=elicitation, elicitation_form=elicitation_form,
             elicitation_url=elicitation_url, sampling=sampling, roots=roots,

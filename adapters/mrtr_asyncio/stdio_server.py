@@ -24,6 +24,7 @@ from typing import Any
 from mrtr_sync.stdout import protocol_stdout
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import positive_int
 from mrtr_core.app import App, drive_async
 from mrtr_core.app.drive_async import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
@@ -117,6 +118,7 @@ async def serve_stdio(
         principal: The principal every request runs as.
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
+    positive_int("max_line_bytes", max_line_bytes)
     read: Callable[[], Awaitable[bytes]]
     if stdin is not None:
         read = functools.partial(stdin.read, _READ_SIZE)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from typing import Any, Unpack
 
+from mrtr_core._checks import client_options, positive_int
 from mrtr_core.client.commands import (
     AwaitAnswers,
     CancelHandlers,
@@ -99,6 +100,9 @@ class Client(ClientBase[Handler]):
         max_workers: int | None = None,
         protocol_version: str = PROTOCOL_VERSION,
     ) -> None:
+        client_options(transport, ("request", "close"), random)
+        if max_workers is not None:
+            positive_int("max_workers", max_workers)
         super().__init__(
             client_info=client_info, elicitation=elicitation, elicitation_form=elicitation_form,
             elicitation_url=elicitation_url, sampling=sampling, roots=roots,

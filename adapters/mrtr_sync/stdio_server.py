@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import positive_int
 from mrtr_core.app import App, Reply, RunHandler, run_inline
 from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
@@ -125,6 +126,8 @@ def serve_stdio(
         max_workers: Requests handled at once.
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
+    positive_int("max_workers", max_workers)
+    positive_int("max_line_bytes", max_line_bytes)
     if stdout is None:
         # Handlers' print() must not reach the protocol's stdout (digest §3.4).
         with protocol_stdout() as fd, os.fdopen(fd, "wb") as private:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mrtr_core._checks import non_negative_seconds
 from mrtr_core.errors import TransportClosedError
 from mrtr_sync.clock import Clock, SystemClock
 
@@ -46,6 +47,8 @@ class MemoryTransport:
         latency: float | Callable[[JsonObject], float] = 0.0,
         clock: Clock | None = None,
     ) -> None:
+        if not callable(latency):
+            non_negative_seconds("latency", latency)
         self._handler = handler
         self._latency = latency
         self._clock = clock or SystemClock()

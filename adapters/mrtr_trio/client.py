@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from mrtr_core._checks import client_options
 from mrtr_core.client.commands import (
     AwaitAnswers,
     CancelHandlers,
@@ -89,6 +90,7 @@ class Client(AsyncClientBase[Handler]):
         auto: bool = True,
         protocol_version: str = PROTOCOL_VERSION,
     ) -> None:
+        client_options(transport, ("request", "aclose"), random)
         super().__init__(
             client_info=client_info, elicitation=elicitation, elicitation_form=elicitation_form,
             elicitation_url=elicitation_url, sampling=sampling, roots=roots,

@@ -22,6 +22,7 @@ import trio
 from mrtr_sync.stdout import protocol_stdout
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import positive_int
 from mrtr_core.app import App, Reply, drive_async
 from mrtr_core.app.drive_async import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
@@ -68,6 +69,7 @@ async def serve_stdio(
         principal: The principal every request runs as.
         max_line_bytes: Longest message accepted; longer lines get -32600.
     """
+    positive_int("max_line_bytes", max_line_bytes)
     if stdout is None:
         # Handlers' print() must not reach the protocol's stdout (digest §3.4).
         with protocol_stdout() as fd:

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from mrtr_core._checks import flag, instance_of, optional_text
 from mrtr_core._memo import remember
 from mrtr_core.app import logs
 from mrtr_core.app.completion import completion_params, completion_result
@@ -164,6 +165,10 @@ class App:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
     ) -> None:
+        instance_of("name", name, str, "a string")
+        instance_of("version", version, str, "a string")
+        optional_text("instructions", instructions)
+        flag("server_info", server_info)
         problem = caching_problem(ttl_ms, cache_scope)
         if problem is not None:
             raise ValueError(problem)

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import attrs
 import jsonschema
 
+from mrtr_core._checks import flag, instance_of, optional_text
 from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
@@ -263,12 +264,23 @@ class ToolDef:
         tool_name = name if name is not None else handler.__name__
         if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
+        optional_text(f"tool {tool_name!r}: description", description)
+        flag(f"tool {tool_name!r}: single_use", single_use)
+        instance_of(f"tool {tool_name!r}: input_schema", input_schema, (Mapping, type(None)),
+                    "a JSON Schema mapping or None")
         _handler_params(handler, "tool")
         schema = derive_input_schema(handler) if input_schema is None else dict(input_schema)
         # server/tools.mdx: inputSchema may use any 2020-12 keyword but has type object at root.
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object' at its root")
-        jsonschema.Draft202012Validator.check_schema(schema)
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            path = "/".join(str(p) for p in exc.absolute_path)
+            raise ValueError(
+                f"tool {tool_name!r}: inputSchema is not a valid JSON Schema 2020-12:"
+                f" {exc.message}" + (f" (at {path})" if path else "")
+            ) from None
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.
@@ -329,13 +341,21 @@ class PromptDef:
     ) -> PromptDef:
         """Check and build a prompt definition."""
         prompt_name = name or handler.__name__
+        if not isinstance(prompt_name, str):
+            raise TypeError(f"prompt name must be a string, not {type(prompt_name).__name__}")
         if not prompt_name:
             raise ValueError("a prompt needs a name")
+        optional_text(f"prompt {prompt_name!r}: description", description)
+        flag(f"prompt {prompt_name!r}: single_use", single_use)
         _handler_params(handler, "prompt")
         if arguments is None:
             args = derive_prompt_arguments(handler)
         else:
-            args = tuple(_prompt_argument(a) for a in arguments)
+            # A string is a sequence too: "abc" would declare arguments a, b and c.
+            if isinstance(arguments, str | bytes) or not isinstance(arguments, Sequence):
+                raise TypeError(f"prompt {prompt_name!r}: arguments must be a list of"
+                                f" arguments, not {type(arguments).__name__}")
+            args = tuple(_prompt_argument(prompt_name, a) for a in arguments)
         names = [a.name for a in args]
         if len(set(names)) != len(names):
             raise ValueError(f"prompt {prompt_name!r}: argument names must be unique")
@@ -369,15 +389,28 @@ class PromptDef:
         return {k: v for k, v in arguments.items() if k in declared}
 
 
-def _prompt_argument(value: PromptArgument | Mapping[str, Any] | str) -> PromptArgument:
+def _prompt_argument(
+    prompt: str, value: PromptArgument | Mapping[str, Any] | str
+) -> PromptArgument:
+    """One declared argument of ``prompt``: a ``PromptArgument``, a name (required), or a
+    ``{"name", "description", "required"}`` mapping; anything else is refused."""
     if isinstance(value, PromptArgument):
         return value
     if isinstance(value, str):
         return PromptArgument(name=value, required=True)
+    if not isinstance(value, Mapping):
+        raise TypeError(f"prompt {prompt!r}: an argument must be a name, a mapping or a"
+                        f" PromptArgument, not {type(value).__name__}")
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"prompt {prompt!r}: an argument needs a non-empty string name,"
+                         f" got {value!r}")
+    optional_text(f"prompt {prompt!r}: argument {name!r} description", value.get("description"))
+    flag(f"prompt {prompt!r}: argument {name!r} required", value.get("required", False))
     return PromptArgument(
-        name=str(value["name"]),
+        name=name,
         description=value.get("description"),
-        required=bool(value.get("required", False)),
+        required=value.get("required", False),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import attrs
 
+from mrtr_core._checks import instance_of
 from mrtr_core.client.commands import (
     AwaitAnswers,
     ClientCommand,
@@ -287,6 +288,12 @@ class ClientBase(Generic[H]):
         auto: bool,
         protocol_version: str = PROTOCOL_VERSION,
     ) -> None:
+        instance_of("capabilities", capabilities, (ClientCapabilities, type(None)),
+                    "a ClientCapabilities or None")
+        instance_of("limits", limits, (ClientLimits, type(None)), "a ClientLimits or None")
+        instance_of("protocol_version", protocol_version, str, "a string")
+        if not protocol_version:
+            raise ValueError("protocol_version must not be empty")
         self.client_info = client_info
         self.handlers: HandlerTable[H] = HandlerTable(
             elicitation=elicitation, elicitation_form=elicitation_form,

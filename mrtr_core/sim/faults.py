@@ -14,8 +14,9 @@ from mrtr_core.sim.prng import Prng
 __all__ = ["FAULT_NAMES", "Faults"]
 
 
-def _rate(_: object, attribute: attrs.Attribute[float], value: float) -> None:
-    if not 0.0 <= value <= 1.0:
+def _rate(_: object, attribute: attrs.Attribute[float], value: object) -> None:
+    # A bool is no rate (True would read as "always"); ``not 0 <= nan`` refuses nan too.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{attribute.name} must be a rate in [0, 1], got {value!r}")
 
 

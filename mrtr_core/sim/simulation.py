@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mrtr_core._checks import instance_of, positive_int
 from mrtr_core.app import App
 from mrtr_core.sim._run import Run
 from mrtr_core.sim.balancer import make_balancer
@@ -37,6 +38,39 @@ from mrtr_core.sim.workload import ReferenceWorkload, Workload
 from mrtr_core.state import StateCodec
 
 __all__ = ["Simulation", "Timing"]
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_arguments(
+    seed: Any, flows: Any, instances: Any, clients: Any, faults: Any, timing: Any,
+    select: Any, max_events: Any,
+) -> None:
+    """Refuse a bad :class:`Simulation` argument where it is given, naming it (a seed that
+    is no integer would fail inside the first draw, a ``select`` index past ``flows`` would
+    run a flow the full run never has, ``max_events=0`` would report every run unsettled)."""
+    if not _integer(seed):
+        raise TypeError(f"seed must be an integer, not {type(seed).__name__}")
+    if not _integer(flows) or flows < 0:
+        raise ValueError(f"flows must be an integer >= 0, got {flows!r}")
+    positive_int("instances", instances)
+    positive_int("clients", clients)
+    instance_of("faults", faults, (Faults, type(None)), "Faults or None")
+    instance_of("timing", timing, (Timing, type(None)), "a Timing or None")
+    if max_events is not None:
+        positive_int("max_events", max_events)
+    if select is not None:
+        if isinstance(select, str | bytes) or not isinstance(select, Sequence):
+            raise TypeError(
+                f"select must be a sequence of flow indexes, not {type(select).__name__}"
+            )
+        for index in select:
+            if not _integer(index) or not 0 <= index < flows:
+                raise ValueError(f"select holds {index!r}, not a flow index in [0, {flows})")
+        if len(set(select)) != len(select):
+            raise ValueError("select must not hold a flow index twice")
 
 
 class Simulation:
@@ -82,8 +116,7 @@ class Simulation:
         shrink: bool = True,
         max_events: int | None = None,
     ) -> None:
-        if flows < 0 or instances < 1 or clients < 1:
-            raise ValueError("flows must be >= 0, instances and clients >= 1")
+        _check_arguments(seed, flows, instances, clients, faults, timing, select, max_events)
         if workload is not None and app_factory is not None:
             raise ValueError("pass workload or app_factory, not both")
         if app_factory is not None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import attrs
 
+from mrtr_core._checks import instance_of, non_negative_seconds, positive_seconds
 from mrtr_core.client import ClientLimits
 
 __all__ = ["SIM_LIMITS", "Timing"]
@@ -15,10 +19,32 @@ SIM_LIMITS = ClientLimits(
 """The client limits of a simulated run: tight enough that hostile servers hit them."""
 
 
-def _span(low: float, high: float) -> tuple[float, float]:
-    if not 0 <= low <= high:
-        raise ValueError(f"bad range ({low}, {high})")
-    return (low, high)
+
+def _span_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Refuse a span that is not ``(low, high)`` seconds with ``0 <= low <= high`` (finite):
+    a negative or ``nan`` delay would schedule events in the past or never."""
+    if (
+        not isinstance(value, tuple) or len(value) != 2
+        or any(isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x)
+               for x in value)
+        or not 0 <= value[0] <= value[1]
+    ):
+        raise ValueError(
+            f"{attribute.name} must be a (low, high) range of seconds with 0 <= low <= high,"
+            f" got {value!r}"
+        )
+
+
+def _seconds_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    positive_seconds(attribute.name, value)
+
+
+def _skew_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    non_negative_seconds(attribute.name, value)
+
+
+def _limits_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    instance_of(attribute.name, value, ClientLimits, "a ClientLimits")
 
 
 @attrs.frozen(kw_only=True)
@@ -44,17 +70,17 @@ class Timing:
         limits: The client flows' limits.
     """
 
-    latency: tuple[float, float] = _span(0.001, 0.02)
-    service: tuple[float, float] = _span(0.0005, 0.003)
-    long_delay: tuple[float, float] = _span(0.5, 8.0)
-    reorder_hold: tuple[float, float] = _span(0.0, 0.05)
-    think: tuple[float, float] = _span(0.05, 3.0)
-    sample_think: tuple[float, float] = _span(0.2, 2.0)
-    roots_think: tuple[float, float] = _span(0.001, 0.01)
-    slow_think: tuple[float, float] = _span(65.0, 90.0)
-    long_think: tuple[float, float] = _span(36.0, 57.0)
-    downtime: tuple[float, float] = _span(0.2, 2.0)
-    interarrival: float = 0.005
-    state_ttl: float = 30.0
-    state_skew: float = 2.0
-    limits: ClientLimits = attrs.field(factory=lambda: SIM_LIMITS)
+    latency: tuple[float, float] = attrs.field(default=(0.001, 0.02), validator=_span_field)
+    service: tuple[float, float] = attrs.field(default=(0.0005, 0.003), validator=_span_field)
+    long_delay: tuple[float, float] = attrs.field(default=(0.5, 8.0), validator=_span_field)
+    reorder_hold: tuple[float, float] = attrs.field(default=(0.0, 0.05), validator=_span_field)
+    think: tuple[float, float] = attrs.field(default=(0.05, 3.0), validator=_span_field)
+    sample_think: tuple[float, float] = attrs.field(default=(0.2, 2.0), validator=_span_field)
+    roots_think: tuple[float, float] = attrs.field(default=(0.001, 0.01), validator=_span_field)
+    slow_think: tuple[float, float] = attrs.field(default=(65.0, 90.0), validator=_span_field)
+    long_think: tuple[float, float] = attrs.field(default=(36.0, 57.0), validator=_span_field)
+    downtime: tuple[float, float] = attrs.field(default=(0.2, 2.0), validator=_span_field)
+    interarrival: float = attrs.field(default=0.005, validator=_seconds_field)
+    state_ttl: float = attrs.field(default=30.0, validator=_seconds_field)
+    state_skew: float = attrs.field(default=2.0, validator=_skew_field)
+    limits: ClientLimits = attrs.field(factory=lambda: SIM_LIMITS, validator=_limits_field)

@@ -12,6 +12,7 @@ holding a foreign id (or missing one of its own answers) shows a leak between op
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -253,6 +254,20 @@ def _marks(value: Any, out: set[str]) -> None:
             _marks(item, out)
 
 
+def _mix(mix: Sequence[float], kinds: int) -> tuple[float, ...]:
+    """``mix`` as a tuple, refused unless it holds one finite weight >= 0 per kind and not
+    all of them 0 (a short mix silently drops kinds; a nan or all-zero one picks only the
+    last kind)."""
+    weights = tuple(mix)
+    finite = all(
+        isinstance(w, int | float) and not isinstance(w, bool) and 0 <= w < math.inf
+        for w in weights
+    )
+    if len(weights) != kinds or not finite or not any(w > 0 for w in weights):
+        raise ValueError(f"mix must be {kinds} finite weights >= 0, not all 0, got {mix!r}")
+    return weights
+
+
 class ReferenceWorkload:
     """Three kinds of operation over the three MRTR methods, each echoing its answers.
 
@@ -279,7 +294,7 @@ class ReferenceWorkload:
         mix: Sequence[float] = (0.6, 0.2, 0.2),
         app_factory: Callable[[StateCodec], App] | None = None,
     ) -> None:
-        self.mix = tuple(mix)
+        self.mix = _mix(mix, len(self.KINDS))
         self.app_factory = app_factory
 
     def build_app(self, codec: StateCodec, effects: Effects) -> App:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mrtr_core._checks import non_negative_seconds
 from mrtr_core.errors import TransportClosedError
 
 __all__ = ["AsyncMemoryTransport"]
@@ -37,6 +38,8 @@ class AsyncMemoryTransport(abc.ABC):
         *,
         latency: float | Callable[[JsonObject], float] = 0.0,
     ) -> None:
+        if not callable(latency):
+            non_negative_seconds("latency", latency)
         self._handler = handler
         self._latency = latency
         self._closed = False

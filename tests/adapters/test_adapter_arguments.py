@@ -8,6 +8,8 @@ argument, before anything is connected or bound.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
 from typing import Any
 
@@ -16,6 +18,7 @@ import mrtr_sync
 import mrtr_trio
 import pytest
 import trio
+import trio.testing
 
 from mrtr_core import App, KeyRing, StateCodec
 
@@ -73,3 +76,103 @@ BAD_SERVER_ARGUMENTS = [
 def test_serve_http_refuses_bad_arguments(serve: Any, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         serve(**kwargs)
+
+
+def _answer(request: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request["id"], "result": {}}
+
+
+CLIENTS = [
+    pytest.param(mrtr_sync.Client, mrtr_sync.MemoryTransport, id="sync"),
+    pytest.param(mrtr_trio.Client, mrtr_trio.MemoryTransport, id="trio"),
+    pytest.param(mrtr_asyncio.Client, mrtr_asyncio.MemoryTransport, id="asyncio"),
+]
+
+BAD_CLIENT_ARGUMENTS = [
+    ({"limits": {"max_rounds": 3}}, TypeError, "limits must be a ClientLimits or None, not dict"),
+    ({"random": 0.5}, TypeError, "random must be a random.Random or None, not float"),
+    ({"capabilities": {"roots": {}}}, TypeError,
+     "capabilities must be a ClientCapabilities or None, not dict"),
+    ({"protocol_version": 20260728}, TypeError, "protocol_version must be a string, not int"),
+    ({"protocol_version": ""}, ValueError, "protocol_version must not be empty"),
+]
+
+
+@pytest.mark.parametrize(("client", "memory"), CLIENTS)
+@pytest.mark.parametrize(("kwargs", "error", "message"), BAD_CLIENT_ARGUMENTS)
+def test_client_refuses_bad_arguments(
+    client: Any, memory: Any, kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        client(memory(_answer), **kwargs)
+
+
+@pytest.mark.parametrize(("client", "memory"), CLIENTS)
+@pytest.mark.parametrize("transport", [URL, None])
+def test_client_refuses_what_is_not_a_transport(client: Any, memory: Any, transport: Any) -> None:
+    # A URL where the transport belongs would fail only at the first call, deep in a flow.
+    with pytest.raises(TypeError, match="transport must be a Transport \\(with request and"):
+        client(transport)
+
+
+@pytest.mark.parametrize("max_workers", [0, -2, True, 2.0])
+def test_sync_client_refuses_a_bad_max_workers(max_workers: Any) -> None:
+    with pytest.raises(ValueError, match="max_workers must be an integer >= 1"):
+        mrtr_sync.Client(mrtr_sync.MemoryTransport(_answer), max_workers=max_workers)
+
+
+@pytest.mark.parametrize("memory", [mrtr_sync.MemoryTransport, mrtr_trio.MemoryTransport,
+                                    mrtr_asyncio.MemoryTransport])
+@pytest.mark.parametrize("latency", [-0.5, float("nan"), "0.1"])
+def test_memory_transport_refuses_a_bad_latency(memory: Any, latency: Any) -> None:
+    with pytest.raises(ValueError, match="latency must be a number of seconds >= 0"):
+        memory(_answer, latency=latency)
+
+
+def _stdio_sync(**kwargs: Any) -> None:
+    # Empty stdin: a wrongly accepted argument serves nothing and returns.
+    mrtr_sync.serve_stdio(app(), stdin=io.BytesIO(b""), stdout=io.BytesIO(), **kwargs)
+
+
+def _stdio_trio(**kwargs: Any) -> None:
+    async def serve() -> None:
+        send, receive = trio.testing.memory_stream_pair()
+        await send.aclose()
+        with trio.fail_after(10):
+            await mrtr_trio.serve_stdio(app(), stdin=receive, stdout=receive, **kwargs)
+
+    trio.run(serve)
+
+
+def _stdio_asyncio(**kwargs: Any) -> None:
+    async def serve() -> None:
+        stdin = asyncio.StreamReader()
+        stdin.feed_eof()
+        async with asyncio.timeout(10):
+            await mrtr_asyncio.serve_stdio(app(), stdin=stdin, stdout=_NullWriter(), **kwargs)  # type: ignore[arg-type]
+
+    asyncio.run(serve())
+
+
+class _NullWriter:
+    """Takes what a server would write (nothing, when it refuses its arguments)."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    async def drain(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("serve", [_stdio_sync, _stdio_trio, _stdio_asyncio])
+@pytest.mark.parametrize("max_line_bytes", [0, -1, 1.5])
+def test_serve_stdio_refuses_a_bad_max_line_bytes(serve: Any, max_line_bytes: Any) -> None:
+    with pytest.raises(ValueError, match="max_line_bytes must be an integer >= 1"):
+        serve(max_line_bytes=max_line_bytes)
+
+
+@pytest.mark.parametrize("max_workers", [0, -1, True])
+def test_sync_serve_stdio_refuses_a_bad_max_workers(max_workers: Any) -> None:
+    # max_workers=0 would start no worker: every request would wait forever.
+    with pytest.raises(ValueError, match="max_workers must be an integer >= 1"):
+        _stdio_sync(max_workers=max_workers)

@@ -154,3 +154,83 @@ def test_a_tool_name_given_must_itself_be_valid(name: Any) -> None:
     with pytest.raises(ValueError, match="must be 1-128 characters"):
         app.tool(name)(greet)
     assert app.tools == ()
+
+
+def _greet(ctx: Any) -> str:
+    return "hi"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"input_schema": {"type": "object", "properties": {"n": {"type": 5}}}}, ValueError,
+         "tool 'greet': inputSchema is not a valid JSON Schema 2020-12: .*"
+         " \\(at properties/n/type\\)"),
+        ({"input_schema": "{}"}, TypeError,
+         "tool 'greet': input_schema must be a JSON Schema mapping or None, not str"),
+        ({"description": 5}, TypeError,
+         "tool 'greet': description must be a string or None, not int"),
+        ({"single_use": "yes"}, TypeError,
+         "tool 'greet': single_use must be True or False, not str"),
+    ],
+)
+def test_tool_registration_refuses_bad_values_naming_the_tool(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(error, match=message):
+        app.tool("greet", **kwargs)(_greet)
+    assert app.tools == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"arguments": [5]}, TypeError,
+         "prompt 'greet': an argument must be a name, a mapping or a PromptArgument, not int"),
+        ({"arguments": "abc"}, TypeError,
+         "prompt 'greet': arguments must be a list of arguments, not str"),
+        ({"arguments": [{"description": "who"}]}, ValueError,
+         "prompt 'greet': an argument needs a non-empty string name"),
+        ({"arguments": [{"name": "who", "required": "no"}]}, TypeError,
+         "prompt 'greet': argument 'who' required must be True or False, not str"),
+        ({"arguments": [{"name": "who", "description": 3}]}, TypeError,
+         "prompt 'greet': argument 'who' description must be a string or None, not int"),
+        ({"description": b"hi"}, TypeError, "prompt 'greet': description must be a string or None"),
+        ({"single_use": 1}, TypeError, "prompt 'greet': single_use must be True or False, not int"),
+        ({"name": 5}, TypeError, "prompt name must be a string, not int"),
+    ],
+)
+def test_prompt_registration_refuses_bad_values_naming_the_prompt(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(error, match=message):
+        app.prompt(**{"name": "greet", **kwargs})(_greet)
+    assert app.prompts == ()
+
+
+def test_prompt_registration_keeps_good_arguments() -> None:
+    app = App("srv", "1", codec=codec())
+    app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"}])(_greet)
+    assert [a.to_wire() for a in app.prompts[0].arguments] == [
+        {"name": "who", "required": True},
+        {"name": "tone", "description": "how", "required": False},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((5, "1"), {}, "name must be a string, not int"),
+        (("srv", 1.0), {}, "version must be a string, not float"),
+        (("srv", "1"), {"instructions": ["be nice"]},
+         "instructions must be a string or None, not list"),
+        (("srv", "1"), {"server_info": "no"}, "server_info must be True or False, not str"),
+    ],
+)
+def test_app_refuses_bad_identity_values(
+    args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        App(*args, codec=codec(), **kwargs)

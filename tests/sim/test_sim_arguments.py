@@ -1,0 +1,93 @@
+"""The simulator refuses a bad argument where it is given, naming it.
+
+A negative or nan span would schedule events in the past or never, a bool rate would read as
+"always", a ``select`` index past ``flows`` would run a flow the full run never has, and a
+short or all-zero ``mix`` would silently drop kinds of operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mrtr_core.sim import Faults, Simulation, Timing
+from mrtr_core.sim.workload import ReferenceWorkload
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"latency": (-0.1, 0.2)}, "latency must be a \\(low, high\\) range of seconds"),
+        ({"think": (2.0, 1.0)}, "think must be a \\(low, high\\) range"),
+        ({"service": (NAN, 0.1)}, "service must be a \\(low, high\\) range"),
+        ({"downtime": (0.1, float("inf"))}, "downtime must be a \\(low, high\\) range"),
+        ({"long_delay": (0.5,)}, "long_delay must be a \\(low, high\\) range"),
+        ({"interarrival": 0}, "interarrival must be a positive number of seconds"),
+        ({"interarrival": NAN}, "interarrival must be a positive number of seconds"),
+        ({"state_ttl": -1.0}, "state_ttl must be a positive number of seconds"),
+        ({"state_skew": NAN}, "state_skew must be a number of seconds >= 0"),
+    ],
+)
+def test_timing_refuses_bad_spans_and_intervals(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Timing(**kwargs)
+
+
+def test_timing_refuses_limits_of_the_wrong_type() -> None:
+    with pytest.raises(TypeError, match="limits must be a ClientLimits, not dict"):
+        Timing(limits={"max_rounds": 3})  # type: ignore[arg-type]
+
+
+def test_timing_keeps_good_values() -> None:
+    timing = Timing(reorder_hold=(0.0, 0.0), state_skew=0.0, interarrival=1)
+    assert timing.reorder_hold == (0.0, 0.0) and timing.interarrival == 1
+
+
+@pytest.mark.parametrize("rate", [True, "0.1", None, NAN, -0.1, 1.5])
+def test_faults_refuse_what_is_not_a_rate(rate: Any) -> None:
+    with pytest.raises(ValueError, match="loss must be a rate in \\[0, 1\\]"):
+        Faults(loss=rate)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"seed": "7"}, TypeError, "seed must be an integer, not str"),
+        ({"seed": 7.0}, TypeError, "seed must be an integer, not float"),
+        ({"flows": -1}, ValueError, "flows must be an integer >= 0, got -1"),
+        ({"flows": 2.5}, ValueError, "flows must be an integer >= 0"),
+        ({"instances": 0}, ValueError, "instances must be an integer >= 1, got 0"),
+        ({"clients": "2"}, ValueError, "clients must be an integer >= 1"),
+        ({"max_events": 0}, ValueError, "max_events must be an integer >= 1, got 0"),
+        ({"select": [3, 10]}, ValueError, "select holds 10, not a flow index in \\[0, 10\\)"),
+        ({"select": [-1]}, ValueError, "select holds -1"),
+        ({"select": [1, 1]}, ValueError, "select must not hold a flow index twice"),
+        ({"faults": "all"}, TypeError, "faults must be Faults or None, not str"),
+        ({"timing": {}}, TypeError, "timing must be a Timing or None, not dict"),
+    ],
+)
+def test_simulation_refuses_bad_arguments(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    args: dict[str, Any] = {"seed": 1, "flows": 10, **kwargs}
+    with pytest.raises(error, match=message):
+        Simulation(args.pop("seed"), **args)
+
+
+def test_simulation_runs_a_selection_within_its_flows() -> None:
+    report = Simulation(1, flows=10, select=[9, 0], shrink=False).run()
+    assert report.selected == (9, 0) and not report.violations
+
+
+@pytest.mark.parametrize("mix", [(1.0, 1.0), (0.5, -0.1, 0.6), (0, 0, 0), (NAN, 1, 1),
+                                 (True, 1, 1), ("a", "b", "c")])
+def test_reference_workload_refuses_a_bad_mix(mix: Any) -> None:
+    with pytest.raises(ValueError, match="mix must be 3 finite weights >= 0, not all 0"):
+        ReferenceWorkload(mix=mix)
+
+
+def test_reference_workload_keeps_a_good_mix() -> None:
+    assert ReferenceWorkload(mix=[0, 1, 0]).mix == (0, 1, 0)
