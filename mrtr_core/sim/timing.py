@@ -19,7 +19,6 @@ SIM_LIMITS = ClientLimits(
 """The client limits of a simulated run: tight enough that hostile servers hit them."""
 
 
-
 def _span_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     """Refuse a span that is not ``(low, high)`` seconds with ``0 <= low <= high`` (finite):
     a negative or ``nan`` delay would schedule events in the past or never."""
