@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-__all__ = ["DEFAULT_PREFIX", "AsyncRedisReplayGuard"]
+from mrtr_sync.replay_redis import DEFAULT_PREFIX, set_nx_won, ttl_ms
 
-DEFAULT_PREFIX = "mrtr:replay:"
+__all__ = ["DEFAULT_PREFIX", "AsyncRedisReplayGuard"]
 
 
 class AsyncRedisReplayGuard:
@@ -24,6 +23,7 @@ class AsyncRedisReplayGuard:
 
     async def claim(self, token_id: str, expires_at: float, now: float) -> bool:
         """``True`` the first time ``token_id`` is claimed anywhere, ``False`` after."""
-        ttl = max(1, math.ceil((expires_at - now) * 1000))
-        stored = await self._client.set(self._prefix + token_id, b"1", nx=True, px=ttl)
-        return bool(stored)
+        stored = await self._client.set(
+            self._prefix + token_id, b"1", nx=True, px=ttl_ms(expires_at, now)
+        )
+        return set_nx_won(stored)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
+import redis.asyncio.retry
+import redis.backoff
+import redis.retry
+import trio
+from mrtr_asyncio.replay_redis import AsyncRedisReplayGuard
 from mrtr_sync.replay_redis import RedisReplayGuard, ttl_ms
+from mrtr_trio.replay_redis import TrioRedisReplayGuard
 from server_helpers import KEY1, T0, Runtime, accept, make_engine, retry, tool_call
 
 from mrtr_core.server import Completed, Context, NeedsInput, form
@@ -158,3 +166,84 @@ def test_handlers_that_are_not_single_use_never_claim(
             outcome = rt.call(engine, second, spec, guard=guard)
         assert isinstance(outcome, NeedsInput)
     assert redis_client.keys("mrtr:replay:*") == []
+
+
+def _counted_single_use(rt: Runtime) -> tuple[Any, dict[str, int]]:
+    runs = {"n": 0}
+    flow = _single_use_flow()
+
+    def counted(ctx: Context) -> Any:
+        runs["n"] += 1
+        return flow(ctx)
+
+    return rt.spec(counted, single_use=True), runs
+
+
+def test_a_sync_guard_given_an_asyncio_client_fails_closed(
+    rt: Runtime, redis_client: redis.Redis, redis_port: int
+) -> None:
+    """``redis.asyncio`` answers ``SET`` with a coroutine, which is truthy: read as a won
+    claim, every replay would run the handler again. The claim is refused with a TypeError
+    instead, and the handler does not run."""
+    spec, runs = _counted_single_use(rt)
+    engine = make_engine()
+    first = tool_call("ship")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    second = retry(first, r1, {"confirm": accept(ok=True)})
+    wrong_client = redis.asyncio.Redis(host="127.0.0.1", port=redis_port)
+    guard: Any = (
+        TrioRedisReplayGuard(wrong_client) if rt.name == "trio" else RedisReplayGuard(wrong_client)
+    )
+    for _ in range(2):
+        with pytest.raises(TypeError, match="coroutine"):
+            rt.call(engine, second, spec, guard=guard, now=T0 + 1)
+    assert runs["n"] == 1
+    assert redis_client.keys("mrtr:replay:*") == []
+
+
+def test_a_guard_refuses_a_set_reply_that_is_no_verdict() -> None:
+    class OddClient:
+        def set(self, *args: Any, **kwargs: Any) -> Any:
+            return "OK"  # truthy, but not what redis-py answers for a stored key
+
+    with pytest.raises(TypeError, match="str"):
+        RedisReplayGuard(OddClient()).claim("t1", T0 + 10, T0)
+
+    class AsyncOddClient:
+        async def set(self, *args: Any, **kwargs: Any) -> Any:
+            return 1
+
+    with pytest.raises(TypeError, match="int"):
+        trio.run(AsyncRedisReplayGuard(AsyncOddClient()).claim, "t1", T0 + 10, T0)
+
+
+def test_an_unreachable_redis_fails_closed_in_every_runtime(rt: Runtime) -> None:
+    """A claim Redis cannot record never runs the handler: the driver gets Redis's error
+    (the servers answer -32603 naming its type)."""
+    spec, runs = _counted_single_use(rt)
+    engine = make_engine()
+    first = tool_call("ship")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    second = retry(first, r1, {"confirm": accept(ok=True)})
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    guard: Any
+    if rt.name == "asyncio":
+        guard = AsyncRedisReplayGuard(
+            redis.asyncio.Redis(
+                host="127.0.0.1",
+                port=port,
+                retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
+            )
+        )
+    else:
+        client = redis.Redis(
+            host="127.0.0.1", port=port, retry=redis.retry.Retry(redis.backoff.NoBackoff(), 0)
+        )
+        guard = TrioRedisReplayGuard(client) if rt.name == "trio" else RedisReplayGuard(client)
+    with pytest.raises(redis.exceptions.ConnectionError):
+        rt.call(engine, second, spec, guard=guard, now=T0 + 1)
+    assert runs["n"] == 1
