@@ -160,14 +160,16 @@ class Client(ClientBase[Handler]):
         """Answer a manual-mode round (an :class:`InputRequired` or its saved ``data``).
 
         The wait for the answers counts against the flow's budget when ``pending`` was
-        raised by a client on this clock; saved data carries the budget it had left.
+        raised by a client on this clock (or, for the default system clock, by any client
+        in this process); saved data carries the budget it had left.
 
         Raises:
-            LocalProtocolError: ``answers`` misses a key of the round, names a key not in
-                it, or holds an answer of the wrong shape; nothing is sent.
+            LocalProtocolError: ``pending`` is not a pending round or its saved data,
+                or ``answers`` misses a key of the round, names a key not in it, or holds
+                an answer of the wrong shape; nothing is sent.
         """
         now = self.clock.now()
-        flow = self.restore_flow(pending, now, self.clock)
+        flow = self.restore_flow(pending, now, _time_line(self.clock))
         return self._drive(flow, self.answer_round(flow, answers, now))
 
     def close(self) -> None:
@@ -223,7 +225,9 @@ class Client(ClientBase[Handler]):
                         for late in run.cancel(cmd.keys):  # a failure that raced the first
                             flow.handle(late, self.clock.now())
                     elif isinstance(cmd, AwaitAnswers):
-                        raise self.input_required(cmd, flow, self.clock.now(), self.clock)
+                        raise self.input_required(
+                            cmd, flow, self.clock.now(), _time_line(self.clock)
+                        )
                     elif isinstance(cmd, Complete):
                         return cmd.result
                     elif isinstance(cmd, Fail):
@@ -253,6 +257,13 @@ class Client(ClientBase[Handler]):
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
         self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
         return TimerFired()
+
+
+def _time_line(clock: Clock) -> object:
+    """What identifies the time ``clock`` reads, for a manual-mode round's wait: every
+    :class:`SystemClock` reads the one ``time.monotonic``, so clients on default clocks
+    share it (as asyncio clients share a loop); any other clock is its own."""
+    return SystemClock if type(clock) is SystemClock else clock
 
 
 def _outcome(key: str, future: Future[Any]) -> ClientEvent:

@@ -403,8 +403,16 @@ class ClientBase(Generic[H]):
         :class:`InputRequired` raised on the same ``clock`` (not ``None``) is restored as of
         its ``saved_at`` instead, so the time spent waiting for the answers counts against
         the flow's budget.
+
+        Raises:
+            LocalProtocolError: ``pending`` is neither, or its data is not a saved flow.
         """
         data = pending.data if isinstance(pending, InputRequired) else pending
+        if not isinstance(data, Mapping):
+            raise LocalProtocolError(
+                f"pending must be an InputRequired or its saved data (a mapping), "
+                f"not {type(data).__name__}"
+            )
         at = now
         if (
             isinstance(pending, InputRequired)
@@ -536,8 +544,9 @@ class AsyncClientBase(ClientBase[H], abc.ABC):
         carries the budget it had left.
 
         Raises:
-            LocalProtocolError: ``answers`` misses a key of the round, names a key not in
-                it, or holds an answer of the wrong shape; nothing is sent.
+            LocalProtocolError: ``pending`` is not a pending round or its saved data,
+                or ``answers`` misses a key of the round, names a key not in it, or holds
+                an answer of the wrong shape; nothing is sent.
         """
         now = self._now()
         flow = self.restore_flow(pending, now, self._clock())

@@ -386,6 +386,17 @@ def test_resume_with_an_unknown_key_or_a_malformed_answer_sends_nothing(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("pending", ["round 1", None, 42, ["confirm_deploy"]])
+def test_resume_of_something_not_a_pending_round_is_refused_naming_it(
+    rt: Runtime, pending: Any
+) -> None:
+    server, h, _ = _manual_deploy_round(rt)
+    answers = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+    error = error_of(rt.call(h, "resume", pending, answers), LocalProtocolError)
+    assert "InputRequired" in str(error) and type(pending).__name__ in str(error)
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("method, args", [
     ("call_tool", ("deploy_production",)),
     ("get_prompt", ("greet",)),

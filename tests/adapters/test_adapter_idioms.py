@@ -19,8 +19,8 @@ from mrtr_asyncio.testing import run as run_virtual
 from mrtr_sync.testing import VirtualClock, VirtualDeadlockError
 
 from mrtr_core.client import ClientLimits
-from mrtr_core.client.driver import HandlerTable, call_limits
-from mrtr_core.errors import INTERNAL_ERROR, HandlerFailedError
+from mrtr_core.client.driver import HandlerTable, InputRequired, call_limits
+from mrtr_core.errors import INTERNAL_ERROR, FlowDeadlineError, HandlerFailedError
 from mrtr_core.testing import ScriptedServer, Step, elicit_form, input_required, tool_result
 from mrtr_core.wire import ClientCapabilities, ElicitationCapability, ElicitResult
 
@@ -183,6 +183,26 @@ def test_sync_client_on_the_system_clock() -> None:
         assert c.call_tool("t") == DONE
     assert server.params[1]["inputResponses"] == {"ok": {"action": "accept",
                                                          "content": {"ok": True}}}
+
+
+def test_sync_clients_on_the_system_clock_count_a_wait_across_instances() -> None:
+    """Two clients on the system clock share one time line, as two asyncio clients on one
+    loop or two trio clients in one ``trio.run`` do: the wait before ``resume`` counts."""
+    server = ScriptedServer([ASK, DONE])
+    limits = ClientLimits(flow_timeout=5)
+    asking = mrtr_sync.Client(mrtr_sync.MemoryTransport(server), auto=False,
+                              elicitation=lambda r, k: YES, limits=limits)
+    with pytest.raises(InputRequired) as raised:
+        asking.call_tool("t")
+    pending = raised.value
+    # The same round, raised 10 s earlier on that clock: its 5 s budget is spent.
+    assert pending.saved_at is not None
+    earlier = InputRequired(pending.round, pending.result, pending.data,
+                            saved_at=pending.saved_at - 10, clock=pending.clock)
+    answering = mrtr_sync.Client(mrtr_sync.MemoryTransport(server))
+    with pytest.raises(FlowDeadlineError):
+        answering.resume(earlier, {"ok": YES})
+    assert len(server.requests) == 1
 
 
 # --- the virtual clocks -----------------------------------------------------------------------
