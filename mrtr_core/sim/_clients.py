@@ -331,6 +331,12 @@ class ClientSide(RunState):
                           f"handler_timeout is {timeout}")
         self._feed(flow, event)
 
+    def _check_timed_out(self, op: str, what: str, waited: float, limit: float | None) -> None:
+        """A leg or handler timeout must fire exactly ``limit`` after its start."""
+        if limit is not None and abs(waited - limit) > EPS:
+            self._violate(inv.TIME_LIMIT, op,
+                          f"{what} timed out after {waited:.6f} s; {what}_timeout is {limit}")
+
     def _abort(self, flow: Flow) -> None:
         if flow.done:
             return
@@ -362,18 +368,10 @@ class ClientSide(RunState):
         if budget is not None and now - flow.started > budget + EPS:
             self._violate(inv.TIME_LIMIT, op,
                           f"ended {now - flow.started:.6f} s after it started; budget {budget}")
-        if isinstance(error, LegTimeoutError) and limits.leg_timeout is not None:
-            waited = now - flow.sent_at
-            if abs(waited - limits.leg_timeout) > EPS:
-                self._violate(inv.TIME_LIMIT, op,
-                              f"leg timed out after {waited:.6f} s; leg_timeout is "
-                              f"{limits.leg_timeout}")
-        if isinstance(error, HandlerTimeoutError) and limits.handler_timeout is not None:
-            waited = now - flow.asked_at
-            if abs(waited - limits.handler_timeout) > EPS:
-                self._violate(inv.TIME_LIMIT, op,
-                              f"handler timed out {waited:.6f} s after it was invoked; "
-                              f"handler_timeout is {limits.handler_timeout}")
+        if isinstance(error, LegTimeoutError):
+            self._check_timed_out(op, "leg", now - flow.sent_at, limits.leg_timeout)
+        if isinstance(error, HandlerTimeoutError):
+            self._check_timed_out(op, "handler", now - flow.asked_at, limits.handler_timeout)
         if flow.hostile is not None:
             expected = HOSTILE_SERVER_ERRORS[flow.hostile]
             if result is not None:

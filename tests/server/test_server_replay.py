@@ -179,18 +179,23 @@ def _counted_single_use(rt: Runtime) -> tuple[Any, dict[str, int]]:
     return rt.spec(counted, single_use=True), runs
 
 
+def _single_use_retry(rt: Runtime) -> tuple[Any, dict[str, int], Any, Any]:
+    """A counted single-use tool, its engine, and the retry that would run it (once)."""
+    spec, runs = _counted_single_use(rt)
+    engine = make_engine()
+    first = tool_call("ship")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    return spec, runs, engine, retry(first, r1, {"confirm": accept(ok=True)})
+
+
 def test_a_sync_guard_given_an_asyncio_client_fails_closed(
     rt: Runtime, redis_client: redis.Redis, redis_port: int
 ) -> None:
     """``redis.asyncio`` answers ``SET`` with a coroutine, which is truthy: read as a won
     claim, every replay would run the handler again. The claim is refused with a TypeError
     instead, and the handler does not run."""
-    spec, runs = _counted_single_use(rt)
-    engine = make_engine()
-    first = tool_call("ship")
-    r1 = rt.call(engine, first, spec)
-    assert isinstance(r1, NeedsInput)
-    second = retry(first, r1, {"confirm": accept(ok=True)})
+    spec, runs, engine, second = _single_use_retry(rt)
     wrong_client = redis.asyncio.Redis(host="127.0.0.1", port=redis_port)
     guard: Any = (
         TrioRedisReplayGuard(wrong_client) if rt.name == "trio" else RedisReplayGuard(wrong_client)
@@ -221,12 +226,7 @@ def test_a_guard_refuses_a_set_reply_that_is_no_verdict() -> None:
 def test_an_unreachable_redis_fails_closed_in_every_runtime(rt: Runtime) -> None:
     """A claim Redis cannot record never runs the handler: the driver gets Redis's error
     (the servers answer -32603 naming its type)."""
-    spec, runs = _counted_single_use(rt)
-    engine = make_engine()
-    first = tool_call("ship")
-    r1 = rt.call(engine, first, spec)
-    assert isinstance(r1, NeedsInput)
-    second = retry(first, r1, {"confirm": accept(ok=True)})
+    spec, runs, engine, second = _single_use_retry(rt)
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
