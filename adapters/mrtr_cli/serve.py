@@ -195,6 +195,15 @@ def _announce(url: str, runtime: str, app: App) -> None:
     print(ready_line(url, runtime, app), flush=True)
 
 
+REDIS_TIMEOUT_S: Final = 2.0
+"""Seconds a replay guard's Redis client waits to connect, and for each reply. A Redis that
+stops answering then fails the claim with ``redis.exceptions.TimeoutError`` (after redis-py's
+own retries) instead of holding the request for ever: the single-use ``requestState`` is not
+accepted, the handler does not run, and the client gets ``-32603`` naming the error (digest
+§2.10: at most once). A ``socket_timeout`` or ``socket_connect_timeout`` in the URL's query
+overrides it."""
+
+
 class GuardUnavailableError(Exception):
     """The replay guard's Redis cannot be used (the message says why)."""
 
@@ -207,7 +216,7 @@ def _guard(url: str, runtime: str) -> Any:
     except ModuleNotFoundError:
         raise GuardUnavailableError(
             "--redis needs the redis extra (pip install 'mrtr[redis]')") from None
-    client = redis.Redis.from_url(url, socket_connect_timeout=5.0)
+    client = redis.Redis.from_url(url, **_redis_timeouts())
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
@@ -220,10 +229,15 @@ def _guard(url: str, runtime: str) -> Any:
         import redis.asyncio
         from mrtr_asyncio.replay_redis import AsyncRedisReplayGuard
 
-        return AsyncRedisReplayGuard(redis.asyncio.Redis.from_url(url))
+        return AsyncRedisReplayGuard(redis.asyncio.Redis.from_url(url, **_redis_timeouts()))
     from mrtr_sync.replay_redis import RedisReplayGuard
 
     return RedisReplayGuard(client)
+
+
+def _redis_timeouts() -> dict[str, Any]:
+    """The bounded waits every replay guard client is built with (:data:`REDIS_TIMEOUT_S`)."""
+    return {"socket_connect_timeout": REDIS_TIMEOUT_S, "socket_timeout": REDIS_TIMEOUT_S}
 
 
 def _supervise(args: argparse.Namespace, ui: Console) -> int:

@@ -635,3 +635,19 @@ def test_serve_with_a_redis_it_cannot_reach_stops_at_once(
             f"redis://127.0.0.1:{port}/0"]
     assert main(argv) == 1
     assert f"cannot use Redis at redis://127.0.0.1:{port}/0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("runtime", ["sync", "trio", "asyncio"])
+def test_serve_builds_its_redis_clients_with_bounded_waits(
+    runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without socket_timeout a Redis that stops answering held a single-use round for ever.
+    import redis
+    from mrtr_cli.serve import REDIS_TIMEOUT_S, _guard
+
+    monkeypatch.setattr(redis.Redis, "ping", lambda self: True)  # no Redis is needed
+    guard = _guard("redis://127.0.0.1:1/0", runtime)
+    client = guard._sync._client if runtime == "trio" else guard._client
+    kwargs = client.connection_pool.connection_kwargs
+    assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (
+        REDIS_TIMEOUT_S, REDIS_TIMEOUT_S)

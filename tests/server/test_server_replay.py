@@ -247,3 +247,28 @@ def test_an_unreachable_redis_fails_closed_in_every_runtime(rt: Runtime) -> None
     with pytest.raises(redis.exceptions.ConnectionError):
         rt.call(engine, second, spec, guard=guard, now=T0 + 1)
     assert runs["n"] == 1
+
+
+def test_a_redis_that_times_out_fails_the_claim_closed_in_every_runtime(rt: Runtime) -> None:
+    """A Redis that stops answering (its client's ``socket_timeout`` ran out) records no
+    claim: the handler does not run, and the driver gets the timeout (the servers answer
+    -32603 naming it), every time."""
+    spec, runs, engine, second = _single_use_retry(rt)
+
+    class StalledClient:
+        def set(self, *args: Any, **kwargs: Any) -> Any:
+            raise redis.exceptions.TimeoutError("Timeout reading from socket")
+
+    class AsyncStalledClient:
+        async def set(self, *args: Any, **kwargs: Any) -> Any:
+            raise redis.exceptions.TimeoutError("Timeout reading from socket")
+
+    guard: Any = {
+        "sync": lambda: RedisReplayGuard(StalledClient()),
+        "trio": lambda: TrioRedisReplayGuard(StalledClient()),
+        "asyncio": lambda: AsyncRedisReplayGuard(AsyncStalledClient()),
+    }[rt.name]()
+    for _ in range(2):
+        with pytest.raises(redis.exceptions.TimeoutError):
+            rt.call(engine, second, spec, guard=guard, now=T0 + 1)
+    assert runs["n"] == 1
