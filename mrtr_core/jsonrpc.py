@@ -195,8 +195,22 @@ def _depth_exceeds(value: Any, max_depth: int) -> bool:
     return False
 
 
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # RFC 8259 §4: names "SHOULD be unique"; with duplicates, parsers differ (first or last
+    # wins, or an error), so a router and a server could read two different ``id``s or
+    # ``requestState``s from one message. Refused instead of picking one.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise ValueError(f"duplicate member name {name[:40]!r}")
+            seen.add(name)
+    return obj
+
+
 _DECODE: Final = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_float=_finite_float
+    parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_members
 ).decode
 _BOM_ERROR: Final = json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", "", 0)
 _ENCODE: Final = jsontext.reusable(
@@ -225,7 +239,8 @@ def decode(
 
     Raises:
         ParseError: Too large, not UTF-8, not JSON, ``NaN``/``Infinity`` (or a number too
-            large to be finite, e.g. ``1e400``), or too deep.
+            large to be finite, e.g. ``1e400``), an object with a duplicate member name,
+            or too deep.
     """
     if len(data) > max_bytes:
         raise ParseError(f"message of {len(data)} bytes exceeds the limit of {max_bytes} bytes")

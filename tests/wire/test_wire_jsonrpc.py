@@ -59,6 +59,30 @@ def test_decode_refuses_deep_nesting():
         jsonrpc.decode(b'{"a":{"a":{"a":1}}}', max_depth=2)
 
 
+@pytest.mark.parametrize(
+    ("data", "name"),
+    [
+        (b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}', "'id'"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t",'
+         b'"requestState":"a","requestState":"b"}}', "'requestState'"),
+        (b'[{"k":1}, {"k":2, "k" : 3}]', "'k'"),
+        (b'{"\\u0061":1,"a":2}', "'a'"),  # the same name, once escaped
+    ],
+)
+def test_decode_refuses_duplicate_member_names(data, name):
+    # Two members with one name are read differently by different parsers (first or last
+    # wins): a parser differential between a router and a server, so refused outright.
+    with pytest.raises(ParseError, match=f"duplicate member name {name}") as info:
+        jsonrpc.decode(data)
+    assert info.value.jsonrpc_code == -32700
+
+
+def test_decode_keeps_one_name_in_different_objects():
+    assert jsonrpc.decode(b'{"a":{"a":1},"b":[{"a":2},{"a":3}]}') == {
+        "a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]
+    }
+
+
 def test_decode_survives_nesting_deeper_than_the_interpreter_stack():
     with pytest.raises(ParseError, match="deeper"):
         jsonrpc.decode(b"[" * 100_000 + b"]" * 100_000)
