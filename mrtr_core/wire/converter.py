@@ -379,6 +379,15 @@ def _structure_sampling(params: JsonObject, path: str) -> CreateMessageRequest:
         or (isinstance(max_tokens, float) and not math.isfinite(max_tokens))
     ):
         raise CodecError("maxTokens must be a finite number", path=f"{path}.maxTokens")
+    # The JSON Schema types maxTokens as integer (the TS file says number; digest §1.5 b and
+    # open question 12), and the client MUST respect it (C12). A fraction is not truncated
+    # to some other limit but refused; 64.0 is an integer to JSON Schema, the same value.
+    if isinstance(max_tokens, float) and not max_tokens.is_integer():
+        raise CodecError(f"maxTokens must be a whole number of tokens, got {max_tokens!r}",
+                         path=f"{path}.maxTokens")
+    if max_tokens <= 0:  # no budget to respect: nothing can be sampled within it
+        raise CodecError(f"maxTokens must be positive, got {max_tokens!r}",
+                         path=f"{path}.maxTokens")
     system_prompt = params.get("systemPrompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise CodecError("systemPrompt must be a string", path=f"{path}.systemPrompt")

@@ -52,6 +52,7 @@ from mrtr_core.client.retry import _elicit_to_wire, _Unusable
 from mrtr_core.errors import CodecError, LocalProtocolError, UnsupportedInputError
 from mrtr_core.wire import (
     ClientCapabilities,
+    CreateMessageRequest,
     ElicitationCapability,
     ElicitResult,
     InputRequiredResult,
@@ -414,3 +415,30 @@ def test_a_sampling_request_needs_a_finite_max_tokens(max_tokens: Any) -> None:
         b'{"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1e999}}}}'
     with pytest.raises(jsonrpc.ParseError, match="out of range"):
         jsonrpc.decode(wire, max_bytes=1000, max_depth=10)
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "match"),
+    [(0, "maxTokens must be positive, got 0"), (-5, "maxTokens must be positive, got -5"),
+     (-2.0, "maxTokens must be positive, got -2.0"),
+     (1.5, "maxTokens must be a whole number of tokens, got 1.5"),
+     (0.25, "maxTokens must be a whole number of tokens, got 0.25")],
+)
+def test_a_sampling_request_needs_a_positive_whole_max_tokens(max_tokens: Any, match: str) -> None:
+    # Neither truncated nor clamped: the client MUST respect maxTokens (C12), so a value
+    # it cannot honour as given is refused at the entry that carries it.
+    entry = {"method": "sampling/createMessage",
+             "params": {"messages": [], "maxTokens": max_tokens}}
+    with pytest.raises(CodecError, match=match) as info:
+        structure_input_request(entry, path="result.inputRequests.k")
+    assert info.value.path == "result.inputRequests.k.params.maxTokens"
+
+
+@pytest.mark.parametrize(("max_tokens", "kept"), [(1, 1), (64, 64), (64.0, 64)])
+def test_a_sampling_request_keeps_a_whole_max_tokens(max_tokens: Any, kept: int) -> None:
+    # 64.0 is an integer to JSON Schema (the schema's type for maxTokens): the same value.
+    entry = {"method": "sampling/createMessage",
+             "params": {"messages": [], "maxTokens": max_tokens}}
+    request = structure_input_request(entry, path="result.inputRequests.k")
+    assert isinstance(request, CreateMessageRequest)
+    assert request.max_tokens == kept and type(request.max_tokens) is int

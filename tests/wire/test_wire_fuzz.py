@@ -422,7 +422,7 @@ input_requests = st.one_of(
     st.fixed_dictionaries({"method": st.just("sampling/createMessage"),
                            "params": st.fixed_dictionaries(
         {"messages": st.lists(st.just({"role": "user"}), max_size=2),
-         "maxTokens": st.integers(0, 100)},
+         "maxTokens": st.integers(1, 100)},
         optional={"systemPrompt": st.text(max_size=5), "x": json_values})}),
     st.fixed_dictionaries({"method": st.just("roots/list")},
                           optional={"params": st.just({"_meta": {"k": 1}})}),
