@@ -41,7 +41,6 @@ import binascii
 import hashlib
 import hmac
 import json
-import math
 import struct
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
@@ -77,6 +76,7 @@ _PREFIX: Final[dict[str, str]] = {"aead": "v1.", "hmac": "v1s."}
 _KDF_INFO: Final = b"mrtr/requestState/v1/"
 _AUDIENCE_LABEL: Final = b"mrtr/requestState/audience:"
 _CLAIMS = struct.Struct(">Bdd16s16s")
+_MAX_SECONDS: Final = 1e9  # about 31 years: the longest ttl and skew a codec takes
 
 _ENCODE = jsontext.reusable(json.JSONEncoder(separators=(",", ":"), check_circular=False))
 _DECODE = json.JSONDecoder().decode
@@ -164,9 +164,10 @@ class StateCodec:
             unkeyed, so whoever holds a token can test guesses of its principal and
             arguments against it). Keep secrets out of the state in either mode, and use
             ``"aead"`` when principals must not be guessable from tokens.
-        ttl: Seconds a token lives after it is sealed (re-sealed every round).
+        ttl: Seconds a token lives after it is sealed (re-sealed every round); at most 1e9.
         skew: Clock-skew allowance in seconds between instances: a token issued more than
-            ``skew`` in the future is refused, and one is accepted until ``exp + skew``.
+            ``skew`` in the future is refused, and one is accepted until ``exp + skew``;
+            at most 1e9.
         max_bytes: Largest token accepted or produced (checked before any crypto).
 
     Raises:
@@ -192,10 +193,18 @@ class StateCodec:
             raise TypeError(f"ring must be a KeyRing, not {type(ring).__name__}")
         if mode not in _PREFIX:
             raise ValueError(f"mode must be 'aead' or 'hmac', not {mode!r}")
-        if not (_is_number(ttl) and math.isfinite(ttl) and ttl > 0):
-            raise ValueError(f"ttl must be a positive finite number, got {ttl!r}")
-        if not (_is_number(skew) and math.isfinite(skew) and skew >= 0):
-            raise ValueError(f"skew must be a non-negative finite number, got {skew!r}")
+        # Bounded so that every time derived from them (``exp + 2 * skew``, a replay guard's
+        # expiry in milliseconds) stays finite, exact and within a 64-bit integer.
+        if not (_is_number(ttl) and 0 < ttl <= _MAX_SECONDS):
+            raise ValueError(
+                f"ttl must be a positive finite number of seconds up to {_MAX_SECONDS:g}, "
+                f"got {ttl!r}"
+            )
+        if not (_is_number(skew) and 0 <= skew <= _MAX_SECONDS):
+            raise ValueError(
+                f"skew must be a non-negative finite number of seconds up to {_MAX_SECONDS:g}, "
+                f"got {skew!r}"
+            )
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:
             raise ValueError(f"max_bytes must be an integer of at least 64, got {max_bytes!r}")
         if not isinstance(audience, str):

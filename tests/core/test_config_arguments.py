@@ -95,6 +95,13 @@ def test_server_limits_must_be_integers(kwargs: dict[str, Any]) -> None:
         ({"ttl": "600"}, ValueError, "ttl must be a positive finite number"),
         ({"skew": True}, ValueError, "skew must be a non-negative finite number"),
         ({"skew": None}, ValueError, "skew must be a non-negative finite number"),
+        # Far beyond any real lifetime; in milliseconds (a Redis guard's PX) past 64 bits.
+        ({"ttl": 1e16}, ValueError, r"ttl must be a positive finite number of seconds up to "
+                                    r"1e\+09, got 1e\+16"),
+        ({"ttl": 1e308}, ValueError, "ttl must be a positive finite number of seconds up to"),
+        ({"ttl": 10**9 + 1}, ValueError, "ttl must be a positive finite number of seconds up to"),
+        ({"skew": 1e16}, ValueError, r"skew must be a non-negative finite number of seconds up "
+                                     r"to 1e\+09, got 1e\+16"),
         ({"max_bytes": float("nan")}, ValueError, "max_bytes must be an integer of at least 64"),
         ({"max_bytes": 1e6}, ValueError, "max_bytes must be an integer of at least 64"),
         ({"max_bytes": "4096"}, ValueError, "max_bytes must be an integer of at least 64"),
@@ -107,6 +114,12 @@ def test_state_codec_refuses_bad_values(
 ) -> None:
     with pytest.raises(error, match=message):
         codec(**kwargs)
+
+
+def test_state_codec_takes_the_longest_ttl_and_skew() -> None:
+    state = codec(ttl=1e9, skew=1e9)
+    assert (state.ttl, state.skew) == (1e9, 1e9)
+
 
 
 def test_state_codec_needs_a_key_ring() -> None:
