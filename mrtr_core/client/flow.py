@@ -55,7 +55,7 @@ from mrtr_core.client.persist import (
     snapshot_from_data,
     snapshot_to_data,
 )
-from mrtr_core.client.retry import LegBuilder, answer_to_wire
+from mrtr_core.client.retry import LegBuilder, answer_for
 from mrtr_core.client.states import (
     ACCEPTS,
     TERMINAL_STATES,
@@ -638,7 +638,7 @@ class ClientFlow:
                 raise LocalProtocolError(f"no input request {key!r} in this round")
             if key not in self._pending:
                 raise LocalProtocolError(f"input request {key!r} is already answered")
-            wire[key] = answer_to_wire(self._requests[key].method, value, key=key)
+            wire[key] = answer_for(self._requests[key], value, key=key)
         self._answers.update(wire)
         if len(wire) < len(self._pending):
             for key in wire:
@@ -836,7 +836,7 @@ class ClientFlow:
         if key not in pending:
             raise LocalProtocolError(f"no handler is running for input request {key!r}")
         try:
-            wire = answer_to_wire(self._requests[key].method, answer, key=key)
+            wire = answer_for(self._requests[key], answer, key=key)
         except LocalProtocolError as exc:
             del self._pending[key]  # it returned: nothing to cancel
             return self._fail(

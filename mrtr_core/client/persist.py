@@ -26,7 +26,7 @@ from typing import Any, Final
 import attrs
 
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.client.retry import RETRY_KEYS, answer_to_wire, copy_json
+from mrtr_core.client.retry import RETRY_KEYS, answer_for, copy_json
 from mrtr_core.client.states import FlowState
 from mrtr_core.errors import CodecError, LocalProtocolError
 from mrtr_core.wire.converter import (
@@ -290,7 +290,7 @@ def _check_answers(
         if key not in requests:
             raise _bad("answers", f"no input request {key!r}")
         try:
-            answers[key] = answer_to_wire(requests[key].method, value, key=key)
+            answers[key] = answer_for(requests[key], value, key=key)
         except LocalProtocolError as exc:
             raise _bad("answers", str(exc)) from exc
     if len(answers) >= len(requests):

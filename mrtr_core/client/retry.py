@@ -19,13 +19,17 @@ from mrtr_core.wire.models import (
     SAMPLING_CREATE_MESSAGE,
     CreateMessageResult,
     ElicitResult,
+    ElicitUrlRequest,
+    InputRequest,
     JsonObject,
     ListRootsResult,
     RequestMeta,
     Root,
 )
 
-__all__ = ["RETRY_KEYS", "LegBuilder", "answer_to_wire", "copy_json", "meta_to_wire"]
+__all__ = [
+    "RETRY_KEYS", "LegBuilder", "answer_for", "answer_to_wire", "copy_json", "meta_to_wire"
+]
 
 RETRY_KEYS: Final = frozenset({"_meta", "inputResponses", "requestState"})
 """Params keys the flow owns: rebuilt on every leg, never taken from the caller."""
@@ -345,3 +349,22 @@ def answer_to_wire(kind: str, answer: object, *, key: str) -> JsonObject:
         return _model_to_wire(answer)
     except _Unusable as exc:
         raise LocalProtocolError(f"answer for {key!r} ({kind}): {exc}") from exc
+
+
+def answer_for(request: InputRequest, answer: object, *, key: str) -> JsonObject:
+    """:func:`answer_to_wire` for the answer to ``request``, with what depends on the
+    request itself and not only on its kind.
+
+    A URL-mode elicitation's answer carries no ``content`` (digest §1.6: content only
+    accompanies accept in form mode): the data a URL-mode request asks for goes to the
+    URL, out of band (S17), so content a handler returns is refused, not sent.
+
+    Raises:
+        LocalProtocolError: as :func:`answer_to_wire`, or content for a URL-mode request.
+    """
+    wire = answer_to_wire(request.method, answer, key=key)
+    if "content" in wire and type(request) is ElicitUrlRequest:
+        raise LocalProtocolError(
+            f"answer for {key!r} ({request.method}): a URL-mode answer carries no content"
+        )
+    return wire

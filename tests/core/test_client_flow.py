@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -793,13 +794,43 @@ def test_handler_outcome_for_a_key_not_running_raises(event_key: str) -> None:
     ids=["str", "wrong-model", "bad-action", "bad-content", "bad-dict", "junk-dict"],
 )
 def test_an_unusable_answer_fails_that_handler(answer: Any) -> None:
+    _fails_handler_a(form(), answer)
+
+
+def _fails_handler_a(request_: dict[str, Any], answer: Any) -> LocalProtocolError:
+    """Handler ``a`` of a round with ``request_`` under ``a`` returns ``answer``, which
+    fails the flow with a ``HandlerFailedError`` for ``a``: its cause."""
     flow = make_flow()
-    to_handlers(flow, {"a": form(), "b": form()})
+    to_handlers(flow, {"a": request_, "b": form()})
     commands = flow.handle(HandlerReturned(key="a", answer=answer), 2.0)
     assert commands[0] == CancelHandlers(keys=("b",))
     fail = commands[1]
     assert isinstance(fail, Fail) and isinstance(fail.error, HandlerFailedError)
     assert fail.error.key == "a" and isinstance(fail.error.cause, LocalProtocolError)
+    return fail.error.cause
+
+
+_URL_CONTENT = r"answer for 'a' \(elicitation/create\): a URL-mode answer carries no content"
+
+
+@pytest.mark.parametrize("answer", [ElicitResult(action="accept", content={"password": "x"}),
+                                    {"action": "accept", "content": {"password": "x"}},
+                                    ElicitResult(action="decline", content={})])
+def test_a_url_mode_answer_with_content_fails_that_handler(answer: Any) -> None:
+    # digest §1.6: content only accompanies accept in form mode, never URL mode, whose
+    # data travels out of band (S17): what a handler puts there is not sent.
+    assert re.fullmatch(_URL_CONTENT, str(_fails_handler_a(url_request(), answer)))
+
+
+def test_a_manual_url_mode_answer_with_content_is_refused_and_changes_nothing() -> None:
+    flow = make_flow(manual=True)
+    to_handlers(flow, {"a": url_request(), "b": form()})
+    with pytest.raises(LocalProtocolError, match=_URL_CONTENT):
+        flow.answer({"a": ElicitResult(action="accept", content={"code": "1234"})}, 2.0)
+    assert flow.pending_keys == ("a", "b") and flow.state is FlowState.AWAITING_ANSWERS
+    send = last_send(flow.answer({"a": ElicitResult(action="accept"), "b": ACCEPT}, 3.0))
+    assert send.message["params"]["inputResponses"] == {
+        "a": {"action": "accept"}, "b": {"action": "accept", "content": {"ok": True}}}
 
 
 @pytest.mark.parametrize(
