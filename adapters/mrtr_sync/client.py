@@ -52,7 +52,7 @@ from mrtr_core.client.events import (
 )
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import MrtrError
+from mrtr_core.errors import MrtrError, TransportClosedError
 from mrtr_core.wire.models import PROTOCOL_VERSION, ClientCapabilities, Implementation, JsonObject
 from mrtr_sync.clock import Clock, SystemClock
 from mrtr_sync.transport import Transport
@@ -174,7 +174,8 @@ class Client(ClientBase[Handler]):
 
     def close(self) -> None:
         """Close the transport and the handler pool (running handlers are not waited for).
-        A call the transport fails (the HTTP transport fails every request in flight) raises
+        A call the transport fails (the HTTP transport fails every request in flight), or
+        whose handler the pool dropped before it ran, raises
         :class:`~mrtr_core.errors.TransportError` to its caller."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
@@ -252,7 +253,10 @@ class Client(ClientBase[Handler]):
             return ResponseReceived(message=response)
         if run.running:
             self.clock.wait(run.running.values(), deadline)
-            return run.pop_done() or TimerFired()
+            try:
+                return run.pop_done() or TimerFired()
+            except TransportClosedError as exc:  # close() dropped a handler before it ran
+                raise transport_failed(flow, exc, self.clock.now()) from exc
         if deadline is None:
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
         self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
@@ -303,10 +307,20 @@ class _Handlers:
         work.add_done_callback(lambda work: future.cancel() if work.cancelled() else None)
 
     def pop_done(self) -> ClientEvent | None:
-        """The outcome of the first finished handler, in invocation order."""
+        """The outcome of the first finished handler, in invocation order.
+
+        Raises:
+            TransportClosedError: :meth:`Client.close` shut the pool down before that
+                handler ran (its work was dropped, so it has no outcome).
+        """
         for key, future in self.running.items():
             if future.done():
                 del self.running[key]
+                if future.cancelled():  # only the pool's shutdown cancels one still listed
+                    raise TransportClosedError(
+                        f"the client was closed before the handler for input request "
+                        f"{key!r} ran"
+                    )
                 return _outcome(key, future)
         return None
 

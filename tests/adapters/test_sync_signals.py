@@ -36,6 +36,7 @@ from mrtr_sync.testing import VirtualClock
 from mrtr_sync.threads import leave_signals_to_main_thread, signal_safe_thread
 
 from mrtr_core.app import App
+from mrtr_core.errors import TransportClosedError, TransportError
 from mrtr_core.server import Context, accepted, content, form
 from mrtr_core.state import KeyRing, StateCodec
 from mrtr_core.testing import ScriptedServer, elicit_form, input_required, tool_result
@@ -341,8 +342,12 @@ def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None
     gate.set()
     pool.shutdown(wait=True)
     assert calls == []
+    # The typed error of a closed client, naming the handler that never ran (not the
+    # pool's bare ``concurrent.futures.CancelledError``).
     [error] = outcome
-    assert error is not None
+    assert type(error) is TransportError
+    assert type(error.cause) is TransportClosedError
+    assert str(error.cause) == "the client was closed before the handler for input request 'ok' ran"
 
 
 class _Announcing(threading.Condition):
