@@ -34,6 +34,7 @@ from mrtr_core.client.driver import (
     HandlerOutcome,
     HandlerRuns,
     bare_exception,
+    client_closed,
     transport_failed,
 )
 from mrtr_core.client.events import (
@@ -100,6 +101,22 @@ class Client(AsyncClientBase[Handler]):
             on_event=on_event, auto=auto, protocol_version=protocol_version,
         )
         self.transport = transport
+        self._calls: set[asyncio.Task[Any]] = set()
+        """The task of each call running (one call at a time per task)."""
+        self._cut: set[asyncio.Task[Any]] = set()
+        """Those of them :meth:`aclose` cancelled."""
+
+    async def aclose(self) -> None:
+        """Close the transport and end every call in flight, wherever it waits (on the
+        transport, its handlers, a pacing delay): its handlers are cancelled and it raises
+        :class:`~mrtr_core.errors.TransportError` whose ``cause`` is a
+        :class:`~mrtr_core.errors.TransportClosedError`."""
+        current = asyncio.current_task()
+        for task in self._calls - self._cut:
+            if task is not current:
+                task.cancel()  # _drive turns this into the error
+                self._cut.add(task)
+        await super().aclose()
 
     # The clock of every deadline, and what identifies it (the event loop).
     _now = staticmethod(_now)
@@ -108,6 +125,24 @@ class Client(AsyncClientBase[Handler]):
     # --- the driver -------------------------------------------------------------------------
 
     async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - a coroutine on an event loop runs in a task
+            return await self._drive_flow(flow, cmds)
+        # The cancellation aclose() requests is told from the caller's own as
+        # asyncio.timeout tells its own: by the task's cancel count.
+        cancelling = task.cancelling()
+        self._calls.add(task)
+        try:
+            return await self._drive_flow(flow, cmds)
+        except asyncio.CancelledError:
+            if task in self._cut and task.uncancel() <= cancelling:
+                raise transport_failed(flow, client_closed(), _now()) from None
+            raise
+        finally:
+            self._calls.discard(task)
+            self._cut.discard(task)
+
+    async def _drive_flow(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
         error: Exception | None = None
         result: JsonObject = {}
         try:

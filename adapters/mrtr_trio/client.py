@@ -35,6 +35,7 @@ from mrtr_core.client.driver import (
     HandlerOutcome,
     HandlerRuns,
     bare_exception,
+    client_closed,
     transport_failed,
 )
 from mrtr_core.client.events import (
@@ -98,6 +99,17 @@ class Client(AsyncClientBase[Handler]):
             on_event=on_event, auto=auto, protocol_version=protocol_version,
         )
         self.transport = transport
+        self._calls: set[trio.CancelScope] = set()
+        """The cancel scope of each call running (what :meth:`aclose` cancels)."""
+
+    async def aclose(self) -> None:
+        """Close the transport and end every call in flight, wherever it waits (on the
+        transport, its handlers, a pacing delay): its handlers are cancelled and it raises
+        :class:`~mrtr_core.errors.TransportError` whose ``cause`` is a
+        :class:`~mrtr_core.errors.TransportClosedError`."""
+        for scope in self._calls:
+            scope.cancel()
+        await super().aclose()
 
     # The clock of every deadline, and what identifies it (this ``trio.run``'s clock).
     _now = staticmethod(trio.current_time)
@@ -106,6 +118,18 @@ class Client(AsyncClientBase[Handler]):
     # --- the driver -------------------------------------------------------------------------
 
     async def _drive(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
+        scope = trio.CancelScope()
+        self._calls.add(scope)
+        try:
+            with scope:
+                return await self._drive_flow(flow, cmds)
+        finally:
+            self._calls.discard(scope)
+        # Only aclose() cancels this scope; a cancellation of the caller's own goes on past
+        # it (trio delivers it to the outermost cancelled scope).
+        raise transport_failed(flow, client_closed(), trio.current_time())
+
+    async def _drive_flow(self, flow: ClientFlow, cmds: list[ClientCommand]) -> JsonObject:
         # A call whose handlers are plain functions needs no nursery: they run at once. The
         # first coroutine handler moves the call into one (its tasks are cancelled and
         # waited for before the call returns).

@@ -33,7 +33,7 @@ from mrtr_core.client.commands import (
 from mrtr_core.client.events import CancelRequested, HandlerFailed, HandlerReturned
 from mrtr_core.client.flow import ClientFlow
 from mrtr_core.client.limits import ClientLimits
-from mrtr_core.errors import LocalProtocolError, TransportError
+from mrtr_core.errors import LocalProtocolError, TransportClosedError, TransportError
 from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
@@ -63,6 +63,7 @@ __all__ = [
     "InputRequired",
     "bare_exception",
     "call_limits",
+    "client_closed",
     "prompt_params",
     "resource_params",
     "tool_params",
@@ -471,6 +472,12 @@ def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> Transp
         if isinstance(cmd, Fail):
             last = getattr(cmd.error, "last_result", None)
     return TransportError(exc, last_result=last)
+
+
+def client_closed() -> TransportClosedError:
+    """Why a call in flight ended when its async client was closed (the ``cause`` of its
+    :class:`~mrtr_core.errors.TransportError`)."""
+    return TransportClosedError("the client was closed")
 
 
 def bare_exception(

@@ -1,0 +1,144 @@
+"""Closing an async client ends every call in flight, wherever it waits: on its handlers (a
+person who may never answer) or on the pacing delay of a state-only round, as well as on its
+transport. Each such call fails with a ``TransportError`` whose cause is a
+``TransportClosedError``; a running handler is cancelled. Virtual clocks throughout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mrtr_asyncio
+import mrtr_trio
+import pytest
+import trio
+import trio.testing
+from mrtr_asyncio.testing import VirtualEventLoop
+
+from mrtr_core.client import ClientLimits
+from mrtr_core.errors import TransportClosedError, TransportError
+from mrtr_core.testing import ScriptedServer, elicit_form, input_required, tool_result
+from mrtr_core.wire import ElicitResult
+
+FORM = elicit_form("ok?", {"ok": {"type": "boolean"}})
+LIMITS = ClientLimits(handler_timeout=None, flow_timeout=None, pacing_initial=1.0, pacing_jitter=0)
+
+
+def waits_for_input() -> ScriptedServer:
+    """Two calls, each asked for input (a retry would get "done")."""
+    ask = input_required({"a": FORM}, "s1")
+    return ScriptedServer([ask, ask, tool_result("done")])
+
+
+def state_only() -> ScriptedServer:
+    """Two calls, each on a state-only round paced for a second."""
+    again = input_required({}, "s1")
+    return ScriptedServer([again, again, tool_result("done")])
+
+
+def never_answers(seen: list[str], wait: Callable[[], Awaitable[object]]) -> Any:
+    """A handler that waits forever on ``wait()``, noting in ``seen`` that it started and
+    that it was cancelled."""
+
+    async def never(request: Any, key: str) -> ElicitResult:
+        seen.append("started")
+        try:
+            await wait()
+        finally:
+            seen.append("cancelled")
+        raise AssertionError("unreachable")
+
+    return never
+
+
+def assert_closed(error: BaseException) -> None:
+    assert type(error) is TransportError
+    assert type(error.cause) is TransportClosedError
+    assert str(error.cause) == "the client was closed"
+
+
+def assert_both_closed(
+    server: Any, errors: list[BaseException], scripted: ScriptedServer, seen: list[str],
+    *, at: float,
+) -> None:
+    """Both calls ended at the close (t = 0.01) with the closed client's error, no retry was
+    sent, and each handler (when the round asked for input) was cancelled."""
+    assert len(errors) == 2
+    for error in errors:
+        assert_closed(error)
+    assert at == 0.01
+    assert len(scripted.requests) == 2
+    handled = ["started", "started", "cancelled", "cancelled"]
+    assert seen == (handled if server is waits_for_input else [])
+
+
+@pytest.mark.parametrize("server", [waits_for_input, state_only])
+def test_trio_aclose_ends_calls_waiting_on_handlers_or_pacing(server: Any) -> None:
+    seen: list[str] = []
+    never = never_answers(seen, trio.sleep_forever)
+
+    async def main() -> None:
+        scripted = server()
+        client = mrtr_trio.Client(mrtr_trio.MemoryTransport(scripted), elicitation=never,
+                                  limits=LIMITS)
+        errors: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await client.call_tool("t")
+            except TransportError as exc:
+                errors.append(exc)
+
+        with trio.fail_after(100):  # virtual seconds: a call left hanging fails the test
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                nursery.start_soon(call)
+                await trio.sleep(0.01)  # both calls wait past their first leg
+                await client.aclose()
+        assert_both_closed(server, errors, scripted, seen, at=trio.current_time())
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.mark.parametrize("server", [waits_for_input, state_only])
+def test_asyncio_aclose_ends_calls_waiting_on_handlers_or_pacing(server: Any) -> None:
+    seen: list[str] = []
+    never = never_answers(seen, lambda: asyncio.get_running_loop().create_future())
+
+    loop = VirtualEventLoop()
+
+    async def main() -> None:
+        scripted = server()
+        client = mrtr_asyncio.Client(mrtr_asyncio.MemoryTransport(scripted), elicitation=never,
+                                     limits=LIMITS)
+        calls = [asyncio.create_task(client.call_tool("t")) for _ in range(2)]
+        await asyncio.sleep(0.01)  # both calls wait past their first leg
+        await client.aclose()
+        async with asyncio.timeout(100):  # virtual seconds: a call left hanging fails
+            errors = await asyncio.gather(*calls, return_exceptions=True)
+        assert_both_closed(server, errors, scripted, seen, at=loop.time())
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+def test_asyncio_caller_cancellation_stays_the_callers_after_aclose() -> None:
+    # The caller's own timeout that fires with the close is still the caller's.
+    loop = VirtualEventLoop()
+
+    async def main() -> None:
+        client = mrtr_asyncio.Client(mrtr_asyncio.MemoryTransport(state_only()), limits=LIMITS)
+        task = asyncio.create_task(client.call_tool("t"))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        await client.aclose()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
