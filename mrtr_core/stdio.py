@@ -40,6 +40,7 @@ __all__ = [
     "ResponseReceived",
     "ServerEvent",
     "ServerExitedError",
+    "StdinStalledError",
     "StdioClientConnection",
     "StdioServerConnection",
     "StdioTransportBase",
@@ -81,6 +82,14 @@ class ServerExitedError(RemoteProtocolError, ConnectionError):
         suffix = f" (exit status {returncode})" if returncode is not None else ""
         super().__init__(message + suffix)
         self.returncode = returncode
+
+
+class StdinStalledError(RemoteProtocolError, TimeoutError):
+    """A line to the stdio server's stdin could not be written whole in time (the server
+    stopped reading it): part of the line may be on the pipe, and anything written after it
+    would be read as the rest of that line (digest §3.4: one message per line), so the
+    transport is unusable from then on and every request in flight fails with this.
+    """
 
 
 @attrs.frozen

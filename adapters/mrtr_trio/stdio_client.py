@@ -26,6 +26,7 @@ from mrtr_core.stdio import (
     InputEnded,
     ResponseReceived,
     ServerExitedError,
+    StdinStalledError,
     StdioTransportBase,
     cancelled_notification,
 )
@@ -129,15 +130,28 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     # -- internals ---------------------------------------------------------------------------
 
     async def _write(self, line: bytes) -> None:
+        """Write ``line`` whole. Waiting for the write lock can be cancelled; the write is
+        not, for up to ``close_timeout`` seconds (a line cut short would corrupt every later
+        message, digest §3.4). A line still unfinished then fails the transport with
+        :class:`StdinStalledError`; a cancelled caller gets its ``Cancelled``."""
         async with self._write_lock:
             if self._failure is not None:
                 raise copy.copy(self._failure)
-            try:
-                await self._stdin.send_all(line)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise ServerExitedError(
-                    "the server's stdin is closed", returncode=self.process.poll()
-                ) from None
+            with trio.CancelScope(shield=True) as shield:
+                shield.deadline = trio.current_time() + self.close_timeout
+                try:
+                    await self._stdin.send_all(line)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    raise ServerExitedError(
+                        "the server's stdin is closed", returncode=self.process.poll()
+                    ) from None
+            if shield.cancelled_caught:
+                stalled = StdinStalledError(
+                    f"the server did not read a line of its stdin within {self.close_timeout} s"
+                )
+                self._fail(stalled)
+                await trio.lowlevel.checkpoint_if_cancelled()
+                raise stalled
 
     async def read_loop(self) -> None:
         """Route what the server writes; runs until stdout closes or the process exited

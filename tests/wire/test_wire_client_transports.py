@@ -50,7 +50,12 @@ from mrtr_core.http import (
     ServerDisconnectedError,
     parse_url,
 )
-from mrtr_core.stdio import ServerExitedError, StdioTransportBase
+from mrtr_core.stdio import (
+    ServerExitedError,
+    StdinStalledError,
+    StdioTransportBase,
+    encode_line,
+)
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 LIMIT = 10.0  # generous: only a broken test ever waits this long
@@ -211,6 +216,54 @@ def test_trio_stdio_needs_both_pipes():
                 await process.wait()
 
     trio.run(main)
+
+
+class _StallingStdin(trio.abc.SendStream):
+    """A server's stdin that takes the first half of a line, then no more (the server
+    stopped reading)."""
+
+    def __init__(self) -> None:
+        self.received = bytearray()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.received += bytes(data[: len(data) // 2])
+        await trio.sleep_forever()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class _StalledProcess:
+    def __init__(self) -> None:
+        self.stdin = _StallingStdin()
+        self.stdout = trio.testing.MemoryReceiveStream()
+
+    def poll(self) -> int | None:
+        return None
+
+
+def test_trio_stdio_never_writes_after_a_cancelled_half_line():
+    # digest §3.4: one message per line. A request cancelled while its line was half
+    # written left the half on the pipe, and the cancel notification written after it was
+    # read as the rest of that line. The write is finished (here it never can be, so the
+    # transport fails once close_timeout is spent) and nothing is written after it.
+    process = _StalledProcess()
+    transport = mrtr_trio.stdio_client.StdioTransport(process, close_timeout=0.5)
+    line = encode_line(call_tool("echo", 1, text="x"))
+
+    async def main() -> None:
+        with trio.fail_after(LIMIT):  # virtual seconds
+            with trio.move_on_after(0.1) as scope:
+                await transport.request(call_tool("echo", 1, text="x"))
+            assert scope.cancelled_caught
+            with pytest.raises(StdinStalledError, match=r"within 0\.5 s"):
+                await transport.request(call_tool("echo", 2, text="y"))
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert bytes(process.stdin.received) == line[: len(line) // 2]
 
 
 # -- stdio: asyncio ------------------------------------------------------------------------
