@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
+import select
 import selectors
 import shlex
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -25,6 +28,7 @@ from mrtr_core.stdio import (
     InputEnded,
     ResponseReceived,
     ServerExitedError,
+    StdinStalledError,
     StdioTransportBase,
     cancelled_notification,
 )
@@ -34,6 +38,20 @@ __all__ = ["StdioTransport"]
 
 JsonObject = dict[str, Any]
 _READ_SIZE = 65536
+
+
+def _left(deadline: float) -> float:
+    """Seconds until ``deadline`` (:func:`time.monotonic`), at least 0."""
+    return max(0.0, deadline - time.monotonic())
+
+
+def _wait_writable(fd: int, deadline: float | None) -> bool:
+    """Wait until the pipe ``fd`` takes bytes again (or its reader is gone, which the
+    next write reports), up to ``deadline``; whether it does."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    timeout_ms = None if deadline is None else math.ceil(_left(deadline) * 1000)
+    return bool(poller.poll(timeout_ms))
 
 
 class _Pending:
@@ -56,7 +74,8 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
     Args:
         process: A running process with binary ``stdin`` and ``stdout`` pipes.
         max_line_bytes: Longest line accepted from the server.
-        close_timeout: Seconds :meth:`close` waits after closing stdin, and after SIGTERM.
+        close_timeout: Seconds :meth:`close` waits after closing stdin, and after SIGTERM;
+            and at most that a ``notifications/cancelled`` waits for stdin to take it.
     """
 
     _stdin: IO[bytes]
@@ -70,6 +89,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         close_timeout: float = 2.0,
     ) -> None:
         super().__init__(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
+        os.set_blocking(self._stdin.fileno(), False)  # writes wait in _wait_writable, bounded
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._exit_r, self._exit_w = os.pipe()
@@ -119,15 +139,22 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
     def request(self, message: Mapping[str, Any], *, timeout: float | None = None) -> JsonObject:
         """Send one request and wait for the response with its id.
 
+        ``timeout`` covers writing the request too: a server that does not read its stdin
+        holds the caller no longer than one that does not answer.
+
         Raises:
-            TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent,
-                as it is when the wait is interrupted (``KeyboardInterrupt``).
+            TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent
+                (if the request went out), as it is when the wait is interrupted
+                (``KeyboardInterrupt``).
+            StdinStalledError: ``timeout`` ran out with the request half written (the
+                transport is unusable afterwards: digest §3.4, one message per line).
             ServerExitedError: The process ended (or closed stdout) before answering.
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
         """
         rid, line = self._conn.send_request(message)
+        deadline = None if timeout is None else time.monotonic() + timeout
         pending = _Pending()
         with self._lock:
             if self._failure is not None:
@@ -136,9 +163,10 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
                 raise LocalProtocolError(f"request id {rid!r} is already in flight")
             self._pending[rid] = pending
         try:
-            self._write(line)
+            if not self._write(line, deadline):
+                raise TimeoutError(f"request {rid!r} could not be sent within {timeout} s")
             try:
-                answered = pending.done.wait(timeout)
+                answered = pending.done.wait(None if deadline is None else _left(deadline))
             except BaseException:
                 # The caller gave up while waiting (Ctrl-C): tell the server (digest §2.7).
                 if not pending.done.is_set():
@@ -160,10 +188,12 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         self._write(self._conn.send(message))
 
     def _cancel(self, rid: jsonrpc.RequestId, reason: str) -> None:
-        """Send ``notifications/cancelled`` for request ``rid`` (best effort: a server that is
-        gone has nothing left to cancel)."""
+        """Send ``notifications/cancelled`` for request ``rid``, waiting at most
+        ``close_timeout`` seconds for stdin to take it (best effort: a server that is gone,
+        or does not read its stdin, has nothing to cancel)."""
+        deadline = time.monotonic() + self.close_timeout
         with contextlib.suppress(OSError, MrtrError):
-            self._write(self._conn.send(cancelled_notification(rid, reason)))
+            self._write(self._conn.send(cancelled_notification(rid, reason)), deadline)
 
     def close(self) -> None:
         """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown").
@@ -214,17 +244,56 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             self._write_lock.release()
         return True
 
-    def _write(self, line: bytes) -> None:
-        with self._write_lock:
+    def _write(self, line: bytes, deadline: float | None = None) -> bool:
+        """Write ``line`` whole before ``deadline`` (:func:`time.monotonic`; ``None``: no
+        limit), waiting for the write lock and for room in the pipe up to it. Whether it
+        was written: ``False`` when the deadline passed before any of it went out.
+
+        Raises:
+            StdinStalledError: The deadline passed with part of the line written: anything
+                written after it would be read as the rest of that line (digest §3.4), so
+                the transport is failed (as it is when Ctrl-C interrupts a line halfway).
+            ServerExitedError: stdin is closed.
+        """
+        if not self._write_lock.acquire(timeout=-1 if deadline is None else _left(deadline)):
+            return False
+        try:
             if self._failure is not None:
                 raise copy.copy(self._failure)
             try:
-                self._stdin.write(line)
-                self._stdin.flush()
-            except (OSError, ValueError):
-                raise ServerExitedError(
-                    "the server's stdin is closed", returncode=self.process.poll()
-                ) from None
+                fd = self._stdin.fileno()  # asked under the lock: close() closes it under it
+            except ValueError:
+                raise self._stdin_closed() from None
+            view = memoryview(line)
+            sent = 0
+            try:
+                while sent < len(view):
+                    try:
+                        sent += os.write(fd, view[sent:])
+                    except BlockingIOError:  # the pipe is full: the server is not reading
+                        if not _wait_writable(fd, deadline):
+                            break
+            except OSError:
+                raise self._stdin_closed() from None
+            except BaseException:  # Ctrl-C
+                if sent:
+                    self._fail(self._stalled())
+                raise
+            if sent == len(view):
+                return True
+            if not sent:  # out of time before the line began: nothing to undo
+                return False
+            stalled = self._stalled()
+            self._fail(stalled)
+            raise stalled
+        finally:
+            self._write_lock.release()
+
+    def _stalled(self) -> StdinStalledError:
+        return StdinStalledError("the server stopped reading its stdin halfway through a line")
+
+    def _stdin_closed(self) -> ServerExitedError:
+        return ServerExitedError("the server's stdin is closed", returncode=self.process.poll())
 
     def _watch_exit(self) -> None:
         self.process.wait()

@@ -42,6 +42,27 @@ class _Pending:
         self.done = trio.Event()
         self.response: JsonObject | None = None
         self.error: MrtrError | None = None
+        self.sent = False
+        """Some of the request's line went out: the server may see it."""
+
+
+class _Outgoing:
+    """A line being written to a non-blocking pipe, and how many of its bytes went out."""
+
+    __slots__ = ("sent", "view")
+
+    def __init__(self, line: bytes) -> None:
+        self.view = memoryview(line)
+        self.sent = 0
+
+    async def send(self, fd: int) -> None:
+        """Write the rest of the line, waiting whenever the pipe is full (the only point
+        where a cancellation can come in)."""
+        while self.sent < len(self.view):
+            try:
+                self.sent += os.write(fd, self.view[self.sent :])
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
 
 
 class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
@@ -73,8 +94,14 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     async def request(self, message: Mapping[str, Any]) -> JsonObject:
         """Send one request and wait for the response with its id.
 
+        Writing the request waits for as long as the server takes to read it; the caller's
+        deadline bounds that (see :meth:`_write` for a line cancelled halfway).
+
         Raises:
             ServerExitedError: The process ended (or closed stdout) before answering.
+            StdinStalledError: A line cancelled halfway (this one or an earlier one) could
+                not be finished within ``close_timeout`` (the transport is unusable
+                afterwards).
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout (the transport is unusable afterwards).
@@ -86,9 +113,11 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
             raise LocalProtocolError(f"request id {rid!r} is already in flight")
         pending = self._pending[rid] = _Pending()
         try:
-            await self._write(line)
+            await self._write(line, pending)
             await pending.done.wait()
         except (trio.Cancelled, KeyboardInterrupt):
+            if not pending.sent:  # the server never saw the request
+                raise
             # The caller gave up (its timeout, its cancellation, or a Ctrl-C trio raised in
             # this wait): tell the server (digest §2.7, §3.4).
             with (
@@ -129,29 +158,54 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
 
     # -- internals ---------------------------------------------------------------------------
 
-    async def _write(self, line: bytes) -> None:
-        """Write ``line`` whole. Waiting for the write lock can be cancelled; the write is
-        not, for up to ``close_timeout`` seconds (a line cut short would corrupt every later
-        message, digest §3.4). A line still unfinished then fails the transport with
-        :class:`StdinStalledError`; a cancelled caller gets its ``Cancelled``."""
+    async def _write(self, line: bytes, pending: _Pending | None = None) -> None:
+        """Write ``line`` whole; never anything after part of it (digest §3.4: one
+        message per line).
+
+        An uncancelled write waits for as long as the server takes to read its stdin (the
+        caller's own deadline bounds it). A caller cancelled before any byte went out gets
+        its ``Cancelled`` and nothing is written. One cancelled (or interrupted) once part
+        of the line went out has the rest finished, shielded, for up to ``close_timeout``
+        seconds: a half line would swallow the next message. If even that fails the
+        transport fails (:class:`StdinStalledError`) so nothing is written after the half.
+        ``pending.sent`` tells whether any of the line went out.
+        """
         async with self._write_lock:
             if self._failure is not None:
                 raise copy.copy(self._failure)
-            with trio.CancelScope(shield=True) as shield:
-                shield.deadline = trio.current_time() + self.close_timeout
-                try:
-                    await self._stdin.send_all(line)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    raise ServerExitedError(
-                        "the server's stdin is closed", returncode=self.process.poll()
-                    ) from None
-            if shield.cancelled_caught:
-                stalled = StdinStalledError(
-                    f"the server did not read a line of its stdin within {self.close_timeout} s"
-                )
-                self._fail(stalled)
-                await trio.lowlevel.checkpoint_if_cancelled()
-                raise stalled
+            # The pipe is non-blocking (trio's process streams): writing the fd directly
+            # counts the bytes that went out, which a cancelled send_all cannot tell.
+            fd = self._stdin.fileno()
+            out = _Outgoing(line)
+            try:
+                await out.send(fd)
+            except (OSError, trio.ClosedResourceError):
+                raise self._stdin_closed() from None
+            except BaseException:
+                if out.sent:
+                    await self._finish_line(fd, out)
+                raise
+            finally:
+                if pending is not None and out.sent:
+                    pending.sent = True
+
+    async def _finish_line(self, fd: int, out: _Outgoing) -> None:
+        """Finish a line its caller gave up on halfway, shielded, for up to
+        ``close_timeout`` seconds; failing that, fail the transport."""
+        with trio.CancelScope(shield=True) as shield:
+            shield.deadline = trio.current_time() + self.close_timeout
+            try:
+                await out.send(fd)
+            except (OSError, trio.ClosedResourceError):
+                self._fail(self._stdin_closed())
+            return
+        # Here only when the deadline cut the send short.
+        self._fail(StdinStalledError(
+            f"the server did not read a line of its stdin within {self.close_timeout} s"
+        ))
+
+    def _stdin_closed(self) -> ServerExitedError:
+        return ServerExitedError("the server's stdin is closed", returncode=self.process.poll())
 
     async def read_loop(self) -> None:
         """Route what the server writes; runs until stdout closes or the process exited

@@ -10,6 +10,7 @@ timeout and asserts on outcomes only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -54,6 +55,7 @@ from mrtr_core.stdio import (
     ServerExitedError,
     StdinStalledError,
     StdioTransportBase,
+    cancelled_notification,
     encode_line,
 )
 
@@ -132,16 +134,16 @@ def test_sync_stdio_needs_both_pipes():
 
 
 class _AnnouncingStdin:
-    """A server's stdin that tells when a write begins (the transport's write lock is held
-    by then)."""
+    """A server's stdin that tells when a write begins: the transport asks for its file
+    descriptor, under its write lock, to write to it."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.writing = threading.Event()
 
-    def write(self, data: bytes) -> int:
+    def fileno(self) -> int:
         self.writing.set()
-        return int(self.stream.write(data))
+        return int(self.stream.fileno())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
@@ -174,6 +176,101 @@ def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_wr
         assert isinstance(outcome.get("error"), ServerExitedError)
     finally:
         transport.process.kill()
+
+
+def _fill(fd: int) -> int:
+    """Fill the non-blocking pipe ``fd`` to its last byte with empty lines; how many."""
+    filled = 0
+    for size in (4096, 1):
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                filled += os.write(fd, b"\n" * size)
+    return filled
+
+
+def _pipe_capacity() -> int:
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)
+        return _fill(write_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _in_a_thread(call: Any) -> Any:
+    """What ``call()`` returns or raises, from a thread that must end within LIMIT."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except Exception as exc:
+            outcome["value"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(LIMIT)
+    assert not thread.is_alive(), "the call blocked"
+    return outcome["value"]
+
+
+def _close_a_deaf_server(transport: Any) -> None:
+    try:
+        assert _in_a_thread(transport.close) is None
+        assert transport.process.returncode == -signal.SIGTERM
+    finally:
+        transport.process.kill()
+
+
+def test_sync_stdio_request_timeout_covers_a_write_that_cannot_begin():
+    # A server that does not read its stdin held request() for ever: its timeout only
+    # began once the line was written. Out of time before any byte went out, the request
+    # fails like one that got no response, and the transport stays usable.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.1)
+    try:
+        with transport._write_lock:  # another request's write holds the pipe
+            error = _in_a_thread(lambda: transport.request(call_tool("echo", 1), timeout=0.05))
+        assert type(error) is TimeoutError
+        assert str(error) == "request 1 could not be sent within 0.05 s"
+        _fill(transport._stdin.fileno())
+        error = _in_a_thread(lambda: transport.request(call_tool("echo", 2), timeout=0.05))
+        assert type(error) is TimeoutError
+        assert str(error) == "request 2 could not be sent within 0.05 s"
+        assert transport._failure is None
+        assert transport._pending == {}
+    finally:
+        _close_a_deaf_server(transport)
+
+
+def test_sync_stdio_request_timeout_on_a_half_written_line_fails_the_transport():
+    # digest §3.4: one message per line. Out of time halfway through the line, nothing
+    # may follow it on the pipe: the transport fails, and close() still returns.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.1)
+    try:
+        big = call_tool("echo", 1, text="x" * 2_000_000)  # more than any pipe holds
+        error = _in_a_thread(lambda: transport.request(big, timeout=0.05))
+        assert isinstance(error, StdinStalledError)
+        assert str(error) == "the server stopped reading its stdin halfway through a line"
+        with pytest.raises(StdinStalledError):
+            transport.request(call_tool("echo", 2), timeout=LIMIT)
+    finally:
+        _close_a_deaf_server(transport)
+
+
+def test_sync_stdio_cancel_after_a_timeout_waits_for_stdin_no_longer_than_close_timeout():
+    # The request fills the pipe to its last byte and gets no answer: its
+    # notifications/cancelled finds no room, and is given up after close_timeout.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.1)
+    try:
+        size = _pipe_capacity() - len(encode_line(call_tool("echo", 1, text="")))
+        exact = call_tool("echo", 1, text="x" * size)
+        error = _in_a_thread(lambda: transport.request(exact, timeout=0.05))
+        assert type(error) is TimeoutError
+        assert str(error) == "no response to request 1 within 0.05 s"
+        assert transport._failure is None
+    finally:
+        _close_a_deaf_server(transport)
 
 
 # -- stdio: trio ---------------------------------------------------------------------------
@@ -218,31 +315,64 @@ def test_trio_stdio_needs_both_pipes():
     trio.run(main)
 
 
-class _StallingStdin(trio.abc.SendStream):
-    """A server's stdin that takes the first half of a line, then no more (the server
-    stopped reading)."""
+class _PipeProcess:
+    """A stdio server whose stdin is a real pipe that the test reads when it likes (or
+    never), and whose stdout stays silent."""
 
     def __init__(self) -> None:
-        self.received = bytearray()
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        self.received += bytes(data[: len(data) // 2])
-        await trio.sleep_forever()
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await trio.sleep_forever()
-
-    async def aclose(self) -> None:
-        await trio.lowlevel.checkpoint()
-
-
-class _StalledProcess:
-    def __init__(self) -> None:
-        self.stdin = _StallingStdin()
+        self.read_end, write_end = os.pipe()
+        os.set_blocking(self.read_end, False)
+        self.stdin = trio.lowlevel.FdStream(write_end)
         self.stdout = trio.testing.MemoryReceiveStream()
 
     def poll(self) -> int | None:
         return None
+
+    def fill(self) -> None:
+        """Fill the pipe to the last byte, with empty lines."""
+        for size in (4096, 1):
+            with contextlib.suppress(BlockingIOError):
+                while True:
+                    os.write(self.stdin.fileno(), b"\n" * size)
+
+    def drain(self) -> bytes:
+        """All that is in the pipe now."""
+        data = bytearray()
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.read_end, 65536):
+                data += chunk
+        return bytes(data)
+
+    async def receive(self, size: int) -> bytes:
+        """The next ``size`` bytes written to the pipe."""
+        data = bytearray()
+        while len(data) < size:
+            await trio.lowlevel.wait_readable(self.read_end)
+            data += os.read(self.read_end, size - len(data))
+        return bytes(data)
+
+    async def aclose(self) -> None:
+        await self.stdin.aclose()
+        os.close(self.read_end)
+
+
+def _run_on_a_pipe(main: Any) -> None:
+    """Run ``main(process, transport)`` on trio's virtual clock over a :class:`_PipeProcess`
+    (``close_timeout`` 0.5 s), then close the pipe."""
+    process = _PipeProcess()
+    transport = mrtr_trio.stdio_client.StdioTransport(process, close_timeout=0.5)
+
+    async def run() -> None:
+        try:
+            with trio.fail_after(LIMIT):  # virtual seconds
+                await main(process, transport)
+        finally:
+            await process.aclose()
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+BIG = call_tool("echo", 1, text="x" * 2_000_000)  # more than any pipe holds
 
 
 def test_trio_stdio_never_writes_after_a_cancelled_half_line():
@@ -250,20 +380,77 @@ def test_trio_stdio_never_writes_after_a_cancelled_half_line():
     # written left the half on the pipe, and the cancel notification written after it was
     # read as the rest of that line. The write is finished (here it never can be, so the
     # transport fails once close_timeout is spent) and nothing is written after it.
-    process = _StalledProcess()
-    transport = mrtr_trio.stdio_client.StdioTransport(process, close_timeout=0.5)
-    line = encode_line(call_tool("echo", 1, text="x"))
+    line = encode_line(BIG)
 
-    async def main() -> None:
-        with trio.fail_after(LIMIT):  # virtual seconds
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        with trio.move_on_after(0.1) as scope:
+            await transport.request(BIG)
+        assert scope.cancelled_caught
+        assert trio.current_time() == pytest.approx(0.6)
+        with pytest.raises(StdinStalledError, match=r"within 0\.5 s"):
+            await transport.request(call_tool("echo", 2, text="y"))
+        received = process.drain()
+        assert 0 < len(received) < len(line)
+        assert received == line[: len(received)]
+
+    _run_on_a_pipe(main)
+
+
+def test_trio_stdio_finishes_a_cancelled_half_line_then_sends_the_cancel():
+    line = encode_line(BIG)
+    cancel = encode_line(cancelled_notification(1, "cancelled"))
+
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        async def read_late() -> None:
+            await trio.sleep(0.3)  # after the cancel, before close_timeout is spent
+            assert await process.receive(len(line) + len(cancel)) == line + cancel
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_late)
             with trio.move_on_after(0.1) as scope:
-                await transport.request(call_tool("echo", 1, text="x"))
+                await transport.request(BIG)
             assert scope.cancelled_caught
-            with pytest.raises(StdinStalledError, match=r"within 0\.5 s"):
-                await transport.request(call_tool("echo", 2, text="y"))
+        assert transport._failure is None
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-    assert bytes(process.stdin.received) == line[: len(line) // 2]
+    _run_on_a_pipe(main)
+
+
+def test_trio_stdio_waits_for_a_slow_reader_as_long_as_the_caller_does():
+    # A server busy for longer than close_timeout before it reads its stdin again is no
+    # failure: only a cancelled caller's half line is bounded by close_timeout.
+    notification = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"p": "x" * 2**21}}
+    line = encode_line(notification)
+
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        async def read_late() -> None:
+            await trio.sleep(5.0)
+            assert await process.receive(len(line)) == line
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_late)
+            await transport.notify(notification)
+        assert trio.current_time() == 5.0
+        assert transport._failure is None
+
+    _run_on_a_pipe(main)
+
+
+def test_trio_stdio_cancelled_before_its_line_began_writes_nothing_and_keeps_working():
+    line = encode_line(call_tool("echo", 2, text="y"))
+
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        process.fill()
+        with trio.move_on_after(0.1) as scope:
+            await transport.request(call_tool("echo", 1, text="x"))
+        assert scope.cancelled_caught
+        assert trio.current_time() == pytest.approx(0.1)
+        assert set(process.drain()) == {ord("\n")}  # the filling alone: no line, no cancel
+        assert transport._failure is None
+        assert transport._pending == {}
+        await transport.notify(call_tool("echo", 2, text="y"))
+        assert process.drain() == line
+
+    _run_on_a_pipe(main)
 
 
 # -- stdio: asyncio ------------------------------------------------------------------------
