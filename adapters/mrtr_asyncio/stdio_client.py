@@ -93,7 +93,7 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
     typed error; for a process :meth:`spawn` started, also while a process it started still
     holds its stdout open (replies it wrote before it died are delivered first; a process
     built elsewhere is seen to end when its stdout does). A request cancelled by its caller
-    sends ``notifications/cancelled``.
+    once its line was handed over sends ``notifications/cancelled``.
     """
 
     def __init__(
@@ -148,6 +148,10 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
     async def request(self, message: Mapping[str, Any]) -> JsonObject:
         """Send one request and wait for the response with its id.
 
+        Writing the request waits, for as long as the caller does, until stdin has room
+        (see :meth:`_send`); a caller that gives up before its line is handed over sends
+        nothing, not even ``notifications/cancelled``.
+
         Raises:
             ServerExitedError: The process ended (or closed stdout) before answering.
             mrtr_core.errors.TransportClosedError: The transport was closed before.
@@ -161,14 +165,19 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
             raise LocalProtocolError(f"request id {rid!r} is already in flight")
         future: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
+        sent = False
         try:
-            self._write(line)
-            await self._drain()
+            await self._send(line)
+            sent = True
             return await future
         except asyncio.CancelledError:
-            # The caller gave up (its timeout or cancellation): tell the server (§3.4).
-            with contextlib.suppress(MrtrError):
-                self._write(self._conn.send(cancelled_notification(rid, "cancelled")))
+            if sent:
+                # The caller gave up (its timeout or cancellation) on a round in flight:
+                # tell the server (digest §2.7, §3.4). Handed over at once, behind the
+                # line, however full the buffer: no wait, well within close_timeout, and
+                # one small line per request that went out.
+                with contextlib.suppress(MrtrError):
+                    self._write(self._conn.send(cancelled_notification(rid, "cancelled")))
             raise
         except MrtrError as exc:
             raise copy.copy(exc) from None
@@ -176,9 +185,8 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
             self._pending.pop(rid, None)
 
     async def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification."""
-        self._write(self._conn.send(message))
-        await self._drain()
+        """Send one notification (see :meth:`_send`)."""
+        await self._send(self._conn.send(message))
 
     async def aclose(self) -> None:
         """Close stdin, wait, then SIGTERM, then SIGKILL (digest §3.4 "Shutdown")."""
@@ -207,6 +215,21 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         await self.aclose()
 
     # -- internals ---------------------------------------------------------------------------
+
+    async def _send(self, line: bytes) -> None:
+        """Wait until stdin has room (the transport holds less than its high-water mark),
+        then hand it ``line`` whole.
+
+        The transport keeps a line it was handed until all of it is written, so a line is
+        never cut (digest §3.4: one message per line). Waiting before the line is handed
+        over, not after, keeps a caller that gives up from leaving its line behind: the
+        buffer holds at most the high-water mark plus the lines let in when room came
+        (each maybe with its ``notifications/cancelled`` behind it), however long the
+        server reads nothing, and a round whose caller gave up while waiting was never in
+        flight. The caller's own deadline bounds the wait.
+        """
+        await self._drain()
+        self._write(line)
 
     def _write(self, line: bytes) -> None:
         if self._failure is not None:

@@ -72,8 +72,9 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     interleave on the one pipe and responses are routed by id. When the process dies (or
     writes something that is not an MCP message to stdout), every request in flight fails
     with a typed error, even while a process it started still holds its stdout open; replies
-    it wrote before it died are delivered first. A request cancelled by its caller sends
-    ``notifications/cancelled``.
+    it wrote before it died are delivered first. A request cancelled by its caller once
+    some of its line went out sends ``notifications/cancelled``, waiting at most
+    ``close_timeout`` seconds for stdin to take it.
     """
 
     def __init__(
@@ -119,10 +120,11 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
             if not pending.sent:  # the server never saw the request
                 raise
             # The caller gave up (its timeout, its cancellation, or a Ctrl-C trio raised in
-            # this wait): tell the server (digest §2.7, §3.4).
+            # this wait): tell the server (digest §2.7, §3.4), waiting at most
+            # close_timeout for stdin to take it.
             with (
                 trio.CancelScope(shield=True),
-                trio.move_on_after(1.0),
+                trio.move_on_after(self.close_timeout),
                 contextlib.suppress(MrtrError),
             ):
                 await self._write(self._conn.send(cancelled_notification(rid, "cancelled")))

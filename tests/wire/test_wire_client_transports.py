@@ -24,6 +24,7 @@ from typing import Any
 import mrtr_asyncio
 import mrtr_asyncio.http_client
 import mrtr_asyncio.stdio_client
+import mrtr_asyncio.testing
 import mrtr_sync
 import mrtr_sync.http_client
 import mrtr_sync.stdio_client
@@ -273,6 +274,39 @@ def test_sync_stdio_cancel_after_a_timeout_waits_for_stdin_no_longer_than_close_
         _close_a_deaf_server(transport)
 
 
+def test_sync_stdio_cancel_waits_for_stdin_until_exactly_close_timeout(monkeypatch):
+    # The one rule of the three runtimes: notifications/cancelled waits for stdin to take
+    # it for close_timeout seconds from the moment the caller gave up, no more.
+    monkeypatch.setattr(mrtr_sync.stdio_client, "time", _FrozenClock(1000.0))
+    deadlines: list[float | None] = []
+
+    def full(fd: int, deadline: float | None) -> bool:
+        deadlines.append(deadline)
+        return False
+
+    monkeypatch.setattr(mrtr_sync.stdio_client, "_wait_writable", full)
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=7.0)
+    try:
+        size = _pipe_capacity() - len(encode_line(call_tool("echo", 1, text="")))
+        with pytest.raises(TimeoutError, match="no response to request 1"):
+            transport.request(call_tool("echo", 1, text="x" * size), timeout=0.05)
+        assert deadlines == [1007.0]  # the line filled the pipe; only the cancel waited
+        assert transport._failure is None
+    finally:
+        transport.close_timeout = 0.1  # close() waits as long for the deaf server
+        _close_a_deaf_server(transport)
+
+
+class _FrozenClock:
+    """A ``time`` module whose monotonic clock stands still."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 # -- stdio: trio ---------------------------------------------------------------------------
 
 
@@ -453,6 +487,24 @@ def test_trio_stdio_cancelled_before_its_line_began_writes_nothing_and_keeps_wor
     _run_on_a_pipe(main)
 
 
+def test_trio_stdio_cancel_notification_waits_for_stdin_no_longer_than_close_timeout():
+    # The request fills the pipe to its last byte and is cancelled: its
+    # notifications/cancelled finds no room and is given up after close_timeout (0.5 s),
+    # the one bound all three runtimes use, not after a fixed second.
+    size = _pipe_capacity() - len(encode_line(call_tool("echo", 1, text="")))
+    exact = call_tool("echo", 1, text="x" * size)
+
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        with trio.move_on_after(0.1) as scope:
+            await transport.request(exact)
+        assert scope.cancelled_caught
+        assert trio.current_time() == pytest.approx(0.6)
+        assert process.drain() == encode_line(exact)  # the line whole, no part of the cancel
+        assert transport._failure is None
+
+    _run_on_a_pipe(main)
+
+
 # -- stdio: asyncio ------------------------------------------------------------------------
 
 
@@ -489,6 +541,124 @@ def test_asyncio_stdio_needs_both_pipes():
                 await process.wait()
 
     asyncio.run(main())
+
+
+class _AsyncioPipeProcess:
+    """A stdio server for asyncio whose stdin is a real pipe that the test reads when it
+    likes (or never), and whose stdout stays silent."""
+
+    returncode = None
+
+    def __init__(self, read_end: int, stdin: asyncio.StreamWriter) -> None:
+        self.read_end = read_end
+        self.stdin = stdin
+        self.stdout = asyncio.StreamReader()
+
+    @classmethod
+    async def open(cls) -> _AsyncioPipeProcess:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        loop = asyncio.get_running_loop()
+        pipe, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
+            os.fdopen(write_end, "wb", buffering=0),
+        )
+        return cls(read_end, asyncio.StreamWriter(pipe, protocol, None, loop))
+
+    def buffered(self) -> int:
+        """Bytes the transport holds, not yet in the pipe."""
+        return self.stdin.transport.get_write_buffer_size()
+
+    async def receive(self, size: int) -> bytes:
+        """The next ``size`` bytes written to the pipe."""
+        loop = asyncio.get_running_loop()
+        data = bytearray()
+        while len(data) < size:
+            readable = loop.create_future()
+            loop.add_reader(self.read_end, readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(self.read_end)
+            data += os.read(self.read_end, size - len(data))
+        return bytes(data)
+
+    def close(self) -> None:
+        self.stdin.transport.abort()
+        os.close(self.read_end)
+
+
+def _run_asyncio_on_a_pipe(main: Any) -> None:
+    """Run ``main(process, transport)`` on a virtual clock over an
+    :class:`_AsyncioPipeProcess` (``close_timeout`` 0.5 s), then close the pipe."""
+
+    async def run() -> None:
+        process = await _AsyncioPipeProcess.open()
+        transport = mrtr_asyncio.stdio_client.StdioTransport(process, close_timeout=0.5)
+        try:
+            async with asyncio.timeout(LIMIT):  # virtual seconds
+                await main(process, transport)
+        finally:
+            transport._reader.cancel()
+            process.close()
+
+    mrtr_asyncio.testing.run(run())
+
+
+def test_asyncio_stdio_cancelled_while_waiting_for_room_writes_nothing_and_keeps_working():
+    # A server that does not read its stdin: the transport holds more than its high-water
+    # mark. A request timed out there had its line, and then its notifications/cancelled,
+    # added to what the transport holds: each such request grew it for good, and the
+    # server was to see a request and a cancel for a round that was never in flight. The
+    # request now waits for room before it hands over its line; timed out, it wrote
+    # nothing, and the transport stays usable.
+    filler = b"\n" * (_pipe_capacity() + 100_000)
+    line = encode_line(call_tool("echo", 4, text="y"))
+
+    async def main(process: _AsyncioPipeProcess, transport: Any) -> None:
+        loop = asyncio.get_running_loop()
+        process.stdin.write(filler)
+        held = process.buffered()
+        assert held > 0
+        for rid in (1, 2, 3):
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await transport.request(call_tool("echo", rid, text="x"))
+        assert loop.time() == pytest.approx(0.3)
+        assert process.buffered() == held
+        assert transport._failure is None
+        assert transport._pending == {}
+        reading = asyncio.create_task(process.receive(len(filler) + len(line)))
+        await transport.notify(call_tool("echo", 4, text="y"))
+        assert await reading == filler + line
+
+    _run_asyncio_on_a_pipe(main)
+
+
+def test_asyncio_stdio_cancel_notification_follows_a_handed_over_line_at_once():
+    # A line handed to the transport goes out whole whenever the server reads: the round
+    # is in flight, and its notifications/cancelled (digest §2.7) is handed over right
+    # behind it. That takes no wait at all, well within close_timeout, even when the
+    # server reads nothing.
+    line = encode_line(call_tool("echo", 1, text="x"))
+    cancel = encode_line(cancelled_notification(1, "cancelled"))
+    filler = b"\n" * _pipe_capacity()
+
+    async def main(process: _AsyncioPipeProcess, transport: Any) -> None:
+        loop = asyncio.get_running_loop()
+        process.stdin.write(filler)  # the pipe is full, the transport holds nothing
+        assert process.buffered() == 0
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.1):
+                await transport.request(call_tool("echo", 1, text="x"))
+        assert loop.time() == pytest.approx(0.1)
+        assert process.buffered() == len(line) + len(cancel)
+        assert transport._failure is None
+        assert await process.receive(len(filler) + len(line) + len(cancel)) == (
+            filler + line + cancel
+        )
+
+    _run_asyncio_on_a_pipe(main)
 
 
 # -- idle HTTP connections ---------------------------------------------------------------------
