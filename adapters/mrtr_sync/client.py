@@ -38,6 +38,7 @@ from mrtr_core.client.driver import (
     CallOptions,
     ClientBase,
     InputRequired,
+    client_closed,
     prompt_params,
     resource_params,
     tool_params,
@@ -120,6 +121,9 @@ class Client(ClientBase[Handler]):
         self._pool_size = 0
         self._pool_busy = 0
         self._pool_lock = threading.Lock()
+        # The calls whose handlers use a pool now, for close() to signal; set under the lock.
+        self._runs: set[_Handlers] = set()
+        self._closed = False
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
@@ -174,20 +178,34 @@ class Client(ClientBase[Handler]):
 
     def close(self) -> None:
         """Close the transport and the handler pool (running handlers are not waited for).
-        A call the transport fails (the HTTP transport fails every request in flight), or
-        whose handler the pool dropped before it ran, raises
-        :class:`~mrtr_core.errors.TransportError` to its caller."""
+
+        Every call in flight ends with :class:`~mrtr_core.errors.TransportError`: the
+        transport fails its request (the HTTP transport fails every request in flight), the
+        pool drops its queued handlers, and its running handlers get their ``cancel`` event
+        set; the call raises once they have returned (a handler that ignores the event
+        keeps its call waiting until it returns)."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
+            self._closed = True
+            runs = tuple(self._runs)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        for run in runs:
+            run.signal_all()
         self.transport.close()
 
-    def _pool_for(self, workers: int) -> tuple[Executor, bool]:
+    def _pool_for(self, run: _Handlers, workers: int) -> tuple[Executor, bool]:
         """The pool a call's handlers run on, and whether the call owns it (and shuts it
         down): the shared pool with ``workers`` threads reserved for the call when it has
-        them free, else a new pool."""
+        them free, else a new pool. ``run`` is recorded for :meth:`close` to signal.
+
+        Raises:
+            TransportClosedError: the client was closed.
+        """
         with self._pool_lock:
+            if self._closed:
+                raise client_closed()
+            self._runs.add(run)
             if self._pool is None:
                 self._pool_size = max(workers, self.max_workers or 0)
                 self._pool = self.clock.executor(self._pool_size)
@@ -196,10 +214,18 @@ class Client(ClientBase[Handler]):
                 return self._pool, False
         return self.clock.executor(workers), True
 
-    def _release(self, threads: int) -> None:
-        """Give back threads of the shared pool reserved by a call."""
+    def _release(self, run: _Handlers | None, threads: int) -> None:
+        """Give back threads of the shared pool reserved by a call (and, with ``run``,
+        forget that call's handlers)."""
         with self._pool_lock:
             self._pool_busy -= threads
+            if run is not None:
+                self._runs.discard(run)
+
+    def _forget(self, run: _Handlers) -> None:
+        """Forget a call's handlers (they ran on a pool of its own)."""
+        with self._pool_lock:
+            self._runs.discard(run)
 
 
     def __enter__(self) -> Client:
@@ -221,7 +247,10 @@ class Client(ClientBase[Handler]):
                     elif isinstance(cmd, SendRequest):
                         send = cmd
                     elif isinstance(cmd, InvokeHandler):
-                        run.start(cmd)
+                        try:
+                            run.start(cmd)
+                        except TransportClosedError as exc:  # close() came first
+                            raise transport_failed(flow, exc, self.clock.now()) from exc
                     elif isinstance(cmd, CancelHandlers):
                         for late in run.cancel(cmd.keys):  # a failure that raced the first
                             flow.handle(late, self.clock.now())
@@ -254,9 +283,12 @@ class Client(ClientBase[Handler]):
         if run.running:
             self.clock.wait(run.running.values(), deadline)
             try:
-                return run.pop_done() or TimerFired()
+                event = run.pop_done()
             except TransportClosedError as exc:  # close() dropped a handler before it ran
                 raise transport_failed(flow, exc, self.clock.now()) from exc
+            if self._closed:  # close() signalled the handlers: what they return is moot
+                raise transport_failed(flow, client_closed(), self.clock.now())
+            return event or TimerFired()
         if deadline is None:
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
         self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
@@ -290,8 +322,13 @@ class _Handlers:
         self._cancel_events: dict[str, threading.Event] = {}
 
     def start(self, cmd: InvokeHandler) -> None:
+        """Run one handler in the pool.
+
+        Raises:
+            TransportClosedError: :meth:`Client.close` came first; the handler never runs.
+        """
         if self._executor is None:
-            self._executor, self._owned = self._client._pool_for(self._workers)
+            self._executor, self._owned = self._client._pool_for(self, self._workers)
         fn = self._client.handlers.for_kind(cmd.request.method)
         cancel: threading.Event | None = None
         if fn is not None and _takes_cancel(fn):
@@ -302,6 +339,10 @@ class _Handlers:
         future: Future[Any] = Future()
         self.running[cmd.key] = future  # first: close() cancels what it finds here
         self._submitted.append(future)
+        # Client.close() sets the flag, then signals the events it finds: it either finds
+        # this handler's or the check below sees the flag.
+        if self._client._closed:
+            raise client_closed()
         work = self._executor.submit(_run, future, fn, cmd, cancel)
         # Work the pool drops unrun (``Client.close`` from another thread) ends the handler.
         work.add_done_callback(lambda work: future.cancel() if work.cancelled() else None)
@@ -343,19 +384,27 @@ class _Handlers:
                 self._client.clock.cancel(event)
         return late
 
+    def signal_all(self) -> None:
+        """Set the cancel event of every handler of the call (from :meth:`Client.close`, in
+        another thread: the events are read in one step, and setting one of a handler that
+        has returned changes nothing)."""
+        for event in tuple(self._cancel_events.values()):
+            self._client.clock.cancel(event)
+
     def close(self) -> None:
         self.cancel(tuple(self.running))
         if self._executor is None:
             return
         if self._owned:
+            self._client._forget(self)
             self._executor.shutdown(wait=False, cancel_futures=True)
             return
         # A handler that ignored cancellation keeps its thread (and its share of the
         # reservation) until it returns; the rest goes back to the shared pool now.
         abandoned = [future for future in self._submitted if not future.done()]
-        self._client._release(self._workers - len(abandoned))
+        self._client._release(self, self._workers - len(abandoned))
         for future in abandoned:
-            future.add_done_callback(lambda _: self._client._release(1))
+            future.add_done_callback(lambda _: self._client._release(None, 1))
 
 
 def _run(

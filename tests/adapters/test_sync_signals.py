@@ -350,6 +350,40 @@ def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None
     assert str(error.cause) == "the client was closed before the handler for input request 'ok' ran"
 
 
+def test_closing_the_client_signals_a_running_handler_and_ends_its_call() -> None:
+    started = threading.Event()
+    seen: list[bool] = []
+
+    def handler(request: object, key: str, cancel: threading.Event) -> ElicitResult:
+        started.set()
+        seen.append(cancel.wait(LIMIT))  # returns as soon as its cancel signal is set
+        return YES
+
+    transport = MemoryTransport(ScriptedServer([ASK, DONE]))
+    client = Client(transport, elicitation=handler)
+    outcome: list[BaseException | None] = []
+
+    def call() -> None:
+        try:
+            client.call_tool("t")
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    assert started.wait(LIMIT)
+    client.close()  # the handler is running: its cancel signal is set
+    caller.join(LIMIT)
+    assert not caller.is_alive()
+    assert seen == [True]
+    [error] = outcome
+    assert type(error) is TransportError
+    assert type(error.cause) is TransportClosedError
+    assert str(error.cause) == "the client was closed"
+
+
 class _Announcing(threading.Condition):
     """A future's condition that says when its waiter is about to block."""
 
