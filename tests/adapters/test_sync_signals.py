@@ -313,17 +313,8 @@ class _SignallingPool(ThreadPoolExecutor):
         return future
 
 
-def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None:
-    calls: list[str] = []
-    gate = threading.Event()
-    pool = _SignallingPool(gate)
-
-    def handler(request: object, key: str) -> ElicitResult:
-        calls.append(key)
-        return YES
-
-    client = Client(MemoryTransport(ScriptedServer([ASK, DONE])), elicitation=handler,
-                    clock=_PoolClock(pool))
+def _call_in_thread(client: Client) -> tuple[threading.Thread, list[BaseException | None]]:
+    """Start ``client.call_tool("t")`` in a thread; the list gets what it raised (or None)."""
     outcome: list[BaseException | None] = []
 
     def call() -> None:
@@ -336,6 +327,21 @@ def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None
 
     caller = threading.Thread(target=call, daemon=True)
     caller.start()
+    return caller, outcome
+
+
+def test_closing_the_client_ends_a_call_whose_handler_was_still_queued() -> None:
+    calls: list[str] = []
+    gate = threading.Event()
+    pool = _SignallingPool(gate)
+
+    def handler(request: object, key: str) -> ElicitResult:
+        calls.append(key)
+        return YES
+
+    client = Client(MemoryTransport(ScriptedServer([ASK, DONE])), elicitation=handler,
+                    clock=_PoolClock(pool))
+    caller, outcome = _call_in_thread(client)
     assert pool.queued.wait(LIMIT)
     client.close()  # drops the queued handler
     caller.join(LIMIT)
@@ -361,18 +367,7 @@ def test_closing_the_client_signals_a_running_handler_and_ends_its_call() -> Non
 
     transport = MemoryTransport(ScriptedServer([ASK, DONE]))
     client = Client(transport, elicitation=handler)
-    outcome: list[BaseException | None] = []
-
-    def call() -> None:
-        try:
-            client.call_tool("t")
-        except BaseException as exc:
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    caller = threading.Thread(target=call, daemon=True)
-    caller.start()
+    caller, outcome = _call_in_thread(client)
     assert started.wait(LIMIT)
     client.close()  # the handler is running: its cancel signal is set
     caller.join(LIMIT)
