@@ -113,8 +113,7 @@ class HttpServer:
         tasks = [conn.task for conn in conns if conn.task is not None]
         for conn in conns:
             conn.abort()
-        for task in tasks:
-            task.cancel()
+            conn.cancel_handler()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
@@ -157,6 +156,7 @@ class _Connection(asyncio.Protocol):
         self.conn = HttpServerConnection(server.config, tool_schema=server._tool_schema)
         self.transport: asyncio.Transport | None = None
         self.task: asyncio.Task[None] | None = None  # a coroutine handler's task
+        self.task_cancelled = False  # cancel_handler() has cancelled ``task``
         self.budget = 0  # bytes still accepted while a handler runs
         self.started: float | None = None  # when the current request's first bytes came
         self.deadline: float | None = None  # when the current wait ends
@@ -207,7 +207,7 @@ class _Connection(asyncio.Protocol):
         self.conn.receive_data(b"")
         if self.task is not None:
             # The client gave up on the request: cancel the handler, send nothing.
-            self.task.cancel()
+            self.cancel_handler()
             self.abort()
             return False
         if not self.paused:
@@ -220,8 +220,7 @@ class _Connection(asyncio.Protocol):
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        if self.task is not None:
-            self.task.cancel()
+        self.cancel_handler()
 
     def pause_writing(self) -> None:
         if self.lingering:
@@ -253,6 +252,15 @@ class _Connection(asyncio.Protocol):
         )
 
     # -- the request loop ---------------------------------------------------------------------
+
+    def cancel_handler(self) -> None:
+        """Cancel the running handler's task, once: the end of the client's input, the loss
+        of the connection and the server closing each end the request, and a handler that
+        catches the one ``CancelledError`` to clean up must not be cut again mid-cleanup
+        (as trio's cancel scope, cancelled once however many times it is told)."""
+        if self.task is not None and not self.task_cancelled:
+            self.task_cancelled = True
+            self.task.cancel()
 
     def abort(self) -> None:
         self.closed = True
@@ -386,6 +394,7 @@ class _Connection(asyncio.Protocol):
 
     def _start(self, event: MessageReceived, reply: Awaitable[Reply]) -> None:
         self.budget = self.server.config.max_body_bytes + self.server.config.max_header_bytes
+        self.task_cancelled = False
         self.task = self.loop.create_task(self._run(event, reply))
 
     async def _run(self, event: MessageReceived, pending: Awaitable[Reply]) -> None:
