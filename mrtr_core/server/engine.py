@@ -321,17 +321,25 @@ class ServerEngine:
             raise _invalid_params(
                 f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
             ) from exc
-        self._check_schema(key, question, answer)
+        self._check_elicitation(key, question, answer)
         return answer, Recorded(question.digest, question.kind, unstructure(answer))
 
-    def _check_schema(self, key: str, question: Asked, answer: InputResponse) -> None:
+    def _check_elicitation(self, key: str, question: Asked, answer: InputResponse) -> None:
+        if question.kind != ELICITATION_CREATE or not isinstance(answer, ElicitResult):
+            return
+        if question.schema is None:  # a URL-mode question (a form one always has a schema)
+            # Digest §1.6: content accompanies accept in form mode only. What a URL-mode
+            # request asks for goes to the URL out of band (S17), never to the handler.
+            if answer.content is not None:
+                raise _invalid_params(
+                    f"invalid inputResponses entry {key!r}: a URL-mode elicitation answer "
+                    "carries no content (content accompanies accept in form mode only)",
+                    key=key,
+                    reason="malformed",
+                )
+            return
         # S18: elicitation answers should match the requested schema.
-        if (
-            question.kind != ELICITATION_CREATE
-            or question.schema is None
-            or not isinstance(answer, ElicitResult)
-            or answer.action != "accept"
-        ):
+        if answer.action != "accept":
             return
         schema = self._form_schema(key, question.schema, question.digest)
         instance = answer.content or {}

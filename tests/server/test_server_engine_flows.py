@@ -31,6 +31,7 @@ from mrtr_core.server import (
     roots,
     sample,
     text,
+    url,
 )
 from mrtr_core.state import KeyRing, StateRejectedError
 from mrtr_core.wire import (
@@ -626,6 +627,40 @@ def test_elicitation_content_must_match_the_requested_schema(rt: Runtime) -> Non
     # Declined answers carry no content to validate.
     declined_outcome = rt.call(engine, retry(first, r1, {"order": {"action": "decline"}}), spec)
     assert isinstance(declined_outcome, Completed) and declined_outcome.value is None
+
+
+def test_a_url_mode_answer_with_content_is_refused_before_the_handler_sees_it(
+    rt: Runtime,
+) -> None:
+    # Digest §1.6: content accompanies accept in form mode only; a URL-mode accept means
+    # consent to open the URL, so content there is no form data for the handler.
+    seen: list[ElicitResult] = []
+
+    def handler(ctx: Context) -> Any:
+        answer = ctx.ask("link", url("Connect", "https://example.com/c"))
+        assert isinstance(answer, ElicitResult)
+        seen.append(answer)
+        return answer.action
+
+    spec = rt.spec(handler)
+    engine = make_engine()
+    first = tool_call("link")
+    r1 = rt.call(engine, first, spec)
+    assert isinstance(r1, NeedsInput)
+    for action in ("accept", "decline", "cancel"):
+        bad = {"action": action, "content": {"token": "t0k"}}
+        with pytest.raises(JsonRpcError) as info:
+            rt.call(engine, retry(first, r1, {"link": bad}), spec)
+        assert info.value.code == INVALID_PARAMS
+        assert info.value.message == (
+            "invalid inputResponses entry 'link': a URL-mode elicitation answer carries "
+            "no content (content accompanies accept in form mode only)"
+        )
+        assert info.value.data == {"reason": "malformed", "key": "link"}
+    assert seen == []
+    ok = rt.call(engine, retry(first, r1, {"link": {"action": "accept"}}), spec)
+    assert isinstance(ok, Completed) and ok.value == "accept"
+    assert seen == [ElicitResult(action="accept")]
 
 
 def test_form_answers_must_have_the_formats_the_form_names(rt: Runtime) -> None:

@@ -30,6 +30,7 @@ from mrtr_core.server import (
     roots,
     sample,
     text,
+    url,
 )
 from mrtr_core.wire import CreateMessageResult, ElicitResult, ListRootsResult
 
@@ -253,6 +254,24 @@ def test_a_rejected_answer_in_a_trio_nursery_still_fails_the_request() -> None:
     with pytest.raises(JsonRpcError) as info:
         Runtime("trio").call(make_engine(), tool_call("t", responses={"k": "yes"}), spec)
     assert info.value.data == {"reason": "malformed", "key": "k"}
+
+
+def test_a_first_call_url_mode_answer_with_content_is_refused(rt: Runtime) -> None:
+    # Digest §1.6: content accompanies accept in form mode only.
+    def handler(ctx: Context) -> str:
+        answer = ctx.ask("link", url("Connect", "https://example.com/c"))
+        assert isinstance(answer, ElicitResult)
+        return f"{answer.action} {answer.content}"
+
+    spec = rt.spec(handler)
+    bad = {"link": {"action": "accept", "content": {"token": "t0k"}}}
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(make_engine(), tool_call("t", responses=bad), spec)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.data == {"reason": "malformed", "key": "link"}
+    good = {"link": {"action": "accept"}}
+    ok = rt.call(make_engine(), tool_call("t", responses=good), spec)
+    assert isinstance(ok, Completed) and ok.value == "accept None"
 
 
 def test_input_responses_limits_apply_before_the_handler_runs(rt: Runtime) -> None:
