@@ -642,9 +642,7 @@ def test_a_url_mode_answer_with_content_is_refused_before_the_handler_sees_it(
         seen.append(answer)
         return answer.action
 
-    spec = rt.spec(handler)
-    engine = make_engine()
-    first = tool_call("link")
+    engine, first, spec = make_engine(), tool_call("link"), rt.spec(handler)
     r1 = rt.call(engine, first, spec)
     assert isinstance(r1, NeedsInput)
     for action in ("accept", "decline", "cancel"):
