@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import itertools
-import json
 import threading
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +20,8 @@ from typing import Any, Final
 
 import attrs
 from mrtr_sync.threads import leave_signals_to_main_thread
+
+from mrtr_core.jsonrpc import ParseError, decode
 
 __all__ = ["Backend", "Balancer", "Hop"]
 
@@ -54,9 +55,12 @@ class Hop:
 
 
 def _rpc_fields(body: bytes) -> tuple[str | None, Any]:
+    """The JSON-RPC method and id of a request body, read as the server reads it: a body
+    its decoder refuses (not JSON, duplicate member names, too deep) has neither, and is
+    forwarded untouched for the server to answer."""
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        message = decode(body, max_bytes=MAX_BODY)
+    except ParseError:
         return None, None
     if not isinstance(message, dict):
         return None, None

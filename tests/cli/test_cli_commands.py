@@ -371,6 +371,27 @@ def test_balancer_alternates_and_logs_each_request(backends: list[Backend]) -> N
         (3, "A", "tools/call", 200), (4, "B", "tools/call", 200)]
 
 
+def test_balancer_logs_no_id_from_a_body_the_server_would_refuse(
+    backends: list[Backend],
+) -> None:
+    import http.client
+
+    # Duplicate member names: json.loads keeps the last, the server's decoder refuses the
+    # body (a parse error), so no id or method is read from it; it is forwarded untouched.
+    bodies = [b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "id": 2}',
+              b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "method": "ping"}']
+    with Balancer(backends) as balancer:
+        conn = http.client.HTTPConnection("127.0.0.1", balancer.port)
+        answers = []
+        for body in bodies:
+            conn.request("POST", "/mcp", body=body, headers={"Content-Type": "application/json"})
+            answers.append(conn.getresponse().read().decode())
+        conn.close()
+    assert answers == ["A", "B"]
+    assert [(h.request_id, h.backend, h.method, h.status) for h in balancer.hops] == [
+        (None, "A", None, 200), (None, "B", None, 200)]
+
+
 def test_balancer_answers_502_for_a_dead_backend() -> None:
     import http.client
 
