@@ -74,7 +74,9 @@ class RoundReporter:
         elif isinstance(notice, InputNeeded):
             requests = notice.result.input_requests or {}
             state = notice.result.request_state
-            size = len(state.encode("utf-8")) if state is not None else 0
+            # Counted as the client's state limit counts it: a lone surrogate (JSON's
+            # "\ud800" escape) has no strict UTF-8 form.
+            size = len(state.encode("utf-8", "surrogatepass")) if state is not None else 0
             self.state_sizes.append(size)
             keys = ", ".join(f"{clean(k)} ({kind_label(r)})" for k, r in requests.items())
             line = Text.assemble((f"round {notice.round}", "bold"), " ← ",

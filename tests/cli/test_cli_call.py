@@ -191,6 +191,30 @@ def test_undeclared_sampling_from_a_server_stops_with_a_clear_message() -> None:
     assert "round 2" not in text
 
 
+def test_a_request_state_with_a_lone_surrogate_is_counted_not_a_crash() -> None:
+    # JSON's "\ud800" escape decodes to a lone surrogate, which strict UTF-8 cannot
+    # encode; the progress line counts it as the client's state limit does.
+    def server(message: dict[str, Any]) -> dict[str, Any]:
+        if "requestState" in message["params"]:
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {
+                "content": [{"type": "text", "text": "done"}]}}
+        return {"jsonrpc": "2.0", "id": message["id"], "result": {
+            "resultType": "input_required", "requestState": "s\ud800",
+            "inputRequests": {"who": {"method": "elicitation/create", "params": {
+                "message": "name?", "requestedSchema": {
+                    "type": "object", "properties": {"name": {"type": "string"}}}}}}}}
+
+    out, ui = console(), console()
+    reporter = RoundReporter(ui)
+    with build_client(MemoryTransport(server), Inputs(console=ui, answers={"who": {"name": "A"}}),
+                      on_event=reporter, limits=ClientLimits()) as client:
+        status = run_call(client, tool("anything"), out=out, ui=ui, reporter=reporter)
+    assert status == EXIT_OK
+    assert shown(out).strip() == "done"
+    assert "round 1 ← input_required: who (form); requestState 4 bytes" in shown(ui)
+    assert reporter.state_sizes == [4]
+
+
 def test_declined_sampling_stops_without_an_error_channel(terminal: Any) -> None:
     term = terminal(["n"])
     inputs = Inputs(console=term.console, prompter=term.prompter,
