@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from mrtr_cli.safe import plain
+from mrtr_cli.safe import plain, plain_json
 
 __all__ = ["print_result"]
 
@@ -55,7 +55,7 @@ def _contents(console: Console, contents: Any, indent: str = "") -> None:
 def print_result(console: Console, method: str, result: dict[str, Any], *, raw: bool) -> None:
     """Print a final result: raw JSON with ``raw``, else readably for its method."""
     if raw:
-        console.print_json(json.dumps(result))
+        console.print(plain_json(result))
         return
     if method == "tools/call":
         if result.get("isError"):
@@ -64,7 +64,7 @@ def print_result(console: Console, method: str, result: dict[str, Any], *, raw: 
             _block(console, block)
         if "structuredContent" in result:
             console.print(Text("structured content:", style="dim"))
-            console.print_json(json.dumps(result["structuredContent"]))
+            console.print(plain_json(result["structuredContent"]))
     elif method == "prompts/get":
         if result.get("description"):
             console.print(plain(result["description"], "italic"))
@@ -75,4 +75,4 @@ def print_result(console: Console, method: str, result: dict[str, Any], *, raw: 
     elif method == "resources/read":
         _contents(console, result.get("contents"))
     else:
-        console.print_json(json.dumps(result))
+        console.print(plain_json(result))

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_app import make_app
 from mrtr_cli.calls import EXIT_FAILED, EXIT_OK, EXIT_TOOL_ERROR, CallSpec, build_client, run_call
 from mrtr_cli.inputs import Inputs, SamplingConfig, roots_from_paths
@@ -213,6 +214,30 @@ def test_a_request_state_with_a_lone_surrogate_is_counted_not_a_crash() -> None:
     assert shown(out).strip() == "done"
     assert "round 1 ← input_required: who (form); requestState 4 bytes" in shown(ui)
     assert reporter.state_sizes == [4]
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_lone_surrogates_and_format_characters_in_a_result_are_shown_escaped(raw: bool) -> None:
+    # A lone surrogate (JSON's "\ud800" escape) cannot be written to a UTF-8 terminal and a
+    # right-to-left override (U+202E) reorders what follows it: both are shown as \uXXXX, in
+    # text blocks and in the JSON of structured content and raw results alike.
+    def server(message: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": message["id"], "result": {
+            "content": [{"type": "text", "text": "a\ud800b\u202ec"}],
+            "structuredContent": {"k\udfff": "d\u202ee\u2028"}}}
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", write_through=True)
+    out, ui = Console(file=stream, width=200, color_system=None), console()
+    reporter = RoundReporter(ui)
+    with build_client(MemoryTransport(server), Inputs(console=ui), on_event=reporter,
+                      limits=ClientLimits()) as client:
+        status = run_call(client, tool("anything"), out=out, ui=ui, reporter=reporter, raw=raw)
+    assert status == EXIT_OK
+    assert isinstance(stream.buffer, io.BytesIO)
+    text = stream.buffer.getvalue().decode("ascii")
+    if not raw:
+        assert "a\\ud800b\\u202ec\n" in text
+    assert '"k\\udfff": "d\\u202ee\\u2028"' in text
 
 
 def test_declined_sampling_stops_without_an_error_channel(terminal: Any) -> None:
