@@ -19,6 +19,8 @@ __all__ = ["EventStreamError", "SseEvent", "SseParser", "encode_sse_event"]
 
 _BOM: Final = b"\xef\xbb\xbf"
 _LINE_END: Final = re.compile(rb"\r\n|\r|\n")
+_RETRY_MAX: Final = 2**64 - 1
+_RETRY_DIGITS: Final = len(str(_RETRY_MAX))
 
 
 class EventStreamError(RemoteProtocolError):
@@ -119,8 +121,12 @@ class SseParser:
         elif field == b"id":
             if b"\x00" not in value:
                 self._last_id = value.decode("utf-8", "replace")
-        elif field == b"retry" and value.isdigit():
-            self._retry = int(value)
+        elif field == b"retry" and value.isdigit() and len(value) <= _RETRY_DIGITS:
+            # A value past 64 bits is ignored, as browsers ignore it; never handed to int()
+            # whole (which refuses strings beyond 4300 digits with a ValueError).
+            retry = int(value)
+            if retry <= _RETRY_MAX:
+                self._retry = retry
         return None  # other fields are ignored, as the standard says
 
     def _dispatch(self) -> SseEvent | None:

@@ -49,6 +49,15 @@ def test_id_persists_and_retry_is_per_event():
     assert [(e.id, e.retry) for e in events] == [("7", 100), ("7", None), ("7", None)]
 
 
+@pytest.mark.parametrize("digits", [b"18446744073709551616", b"9" * 5000])
+def test_a_retry_beyond_64_bits_is_ignored_as_browsers_ignore_it(digits):
+    # Still ASCII digits (WHATWG: a reconnection time), but no reconnection time a client
+    # could keep: ignored (as an unparsable value is), never turned into an int past
+    # Python's limit on digit strings (ValueError beyond 4300 digits).
+    events = parse(b"retry: 18446744073709551615\ndata: a\n\nretry: " + digits + b"\ndata: b\n\n")
+    assert [e.retry for e in events] == [2**64 - 1, None]
+
+
 def test_leading_bom_is_skipped_even_when_split():
     parser = SseParser()
     assert parser.feed(b"\xef") == []
