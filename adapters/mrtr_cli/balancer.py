@@ -159,10 +159,16 @@ class Balancer:
                 pass  # hops are reported through on_hop
 
             def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                if length < 0 or length > MAX_BODY:
+                # RFC 9110 §8.6: Content-Length = 1*DIGIT (int() would take "+1", "1_0",
+                # " 1" and other digits, and refuses more than 4300 of them).
+                digits = (self.headers.get("Content-Length") or "0").lstrip("0") or "0"
+                if not (digits.isascii() and digits.isdigit()):
+                    self.send_error(400, "Content-Length is not a number")
+                    return
+                if len(digits) > len(str(MAX_BODY)) or int(digits) > MAX_BODY:
                     self.send_error(413)
                     return
+                length = int(digits)
                 body = self.rfile.read(length) if length else b""
                 seq, backend = balancer._next()
                 headers = {k: v for k, v in self.headers.items()

@@ -406,6 +406,22 @@ def test_balancer_answers_502_for_a_dead_backend() -> None:
     assert balancer.hops[0].status == 502
 
 
+@pytest.mark.parametrize(("length", "status"), [
+    ("x", 400), ("-1", 400), ("1_0", 400), ("\u00b2", 400), ("9" * 5000, 413)])
+def test_balancer_refuses_a_content_length_that_is_not_digits_or_too_large(
+        backends: list[Backend], length: str, status: int) -> None:
+    import http.client
+
+    with Balancer(backends) as balancer:
+        conn = http.client.HTTPConnection("127.0.0.1", balancer.port)
+        conn.putrequest("POST", "/mcp")
+        conn.putheader("Content-Length", length.encode("latin-1"))
+        conn.endheaders()
+        assert conn.getresponse().status == status
+        conn.close()
+    assert balancer.hops == []
+
+
 def test_demo_interactive_takes_the_persons_answers(tmp_path: Path) -> None:
     # One round asks two forms at once; the person answers them one after the other, in the
     # server's order (confirm_deploy, then change_ticket), whatever the handler threads do.
