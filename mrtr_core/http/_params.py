@@ -39,6 +39,9 @@ _ANNOTATION: Final = "x-mcp-header"
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _PRIMITIVES: Final = frozenset({"string", "integer", "boolean"})
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+# A JSON number (RFC 8259 §6): what a header compared numerically may hold. Decimal alone
+# would also read digit groups ("4_2"), a leading "+" or zeros, and bare points ("42.").
+_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # Schema keywords whose values map *names* (not keywords) to subschemas.
 _NAME_MAPS: Final = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
@@ -166,8 +169,11 @@ def param_headers(input_schema: Mapping[str, Any], arguments: Any) -> list[tuple
 def _same(header: str, body: Any) -> bool:
     if isinstance(body, int | float) and not isinstance(body, bool):
         # Integers compare numerically (SHOULD): "42.0" matches 42.
+        numeral = header.strip()
+        if _JSON_NUMBER.fullmatch(numeral) is None:
+            return False
         try:
-            return Decimal(header.strip()) == Decimal(body)
+            return Decimal(numeral) == Decimal(body)
         except (InvalidOperation, ValueError):
             return False
     return header == param_header_value(body)

@@ -129,8 +129,17 @@ def test_server_accepts_what_the_client_sends():
     validate_param_headers(SCHEMA, arguments, as_received(param_headers(SCHEMA, arguments)))
 
 
-def test_integers_compare_numerically():
-    validate_param_headers(SCHEMA, {"count": 42}, as_received([("Mcp-Param-Count", "42.0")]))
+@pytest.mark.parametrize("header", ["42", "42.0", "4.2e1", "420E-1", " 42 "])
+def test_integers_compare_numerically(header):
+    validate_param_headers(SCHEMA, {"count": 42}, as_received([("Mcp-Param-Count", header)]))
+
+
+@pytest.mark.parametrize("header", ["4_2", "+42", "42.", ".42e2", "0042", "42e", "Infinity"])
+def test_a_numeric_header_must_be_a_json_number(header):
+    # Python's Decimal also reads digit groups ("4_2"), a sign "+" and bare points; a proxy
+    # reading the header as JSON would not, so the header would not say what the body says.
+    with pytest.raises(HeaderMismatchError, match="does not match"):
+        validate_param_headers(SCHEMA, {"count": 42}, as_received([("Mcp-Param-Count", header)]))
 
 
 @pytest.mark.parametrize(
