@@ -125,7 +125,8 @@ def decode_header_value(raw: bytes | str, *, header: str = HEADER_MCP_NAME) -> s
         HeaderMismatchError: The value has characters outside visible ASCII, space and tab,
             or a sentinel whose payload is not canonical Base64 of UTF-8.
     """
-    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    # surrogatepass: a lone surrogate in text is refused below like any non-ASCII character.
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
     if _FIELD_VALUE.fullmatch(data) is None:
         raise HeaderMismatchError(f"{header} header has invalid characters", header=header)
     text = data.decode("ascii")

@@ -46,7 +46,8 @@ def test_header_values_round_trip(value):
     "raw",
     [b"caf\xc3\xa9", b"a\x00b", b"=?base64?***?=", b"=?base64?gA==?=", b"=?base64?QQ?=",
      b"=?base64?QR==?=", b"=?base64?QUJ=?=",  # these two: unused bits set (not canonical)
-     b"=?base64?="],  # prefix and suffix overlap: sentinel-shaped, but no payload between them
+     b"=?base64?=",  # prefix and suffix overlap: sentinel-shaped, but no payload between them
+     "caf\u00e9", "a\ud800b"],  # as text too: a lone surrogate has no UTF-8 to check
 )
 def test_decode_header_value_refuses_bad_values(raw):
     with pytest.raises(HeaderMismatchError) as info:
