@@ -3,8 +3,10 @@
 Keys: ``--keys FILE`` is exported as ``MRTR_KEYS`` before the app's file is imported, so an
 app that builds its codec from ``MRTR_KEYS`` (``examples/deploy.py`` does) seals with the ring
 every instance shares (see :mod:`mrtr_cli.keys`). ``--redis URL`` shares a replay guard for
-single-use tools. ``--workers N`` starts N processes on N consecutive ports (PORT, PORT+1, ...):
-each is a whole instance, individually addressable behind a load balancer (``deploy/``).
+single-use tools (its Redis clients wait at most :data:`REDIS_TIMEOUT_S` seconds to connect
+and for each reply). ``--workers N`` starts N processes on N consecutive ports (PORT,
+PORT+1, ...): each is a whole instance, individually addressable behind a load balancer
+(``deploy/``).
 
 Each HTTP instance prints one line on stdout once it listens::
 
@@ -43,6 +45,7 @@ from mrtr_core.errors import MrtrError
 
 __all__ = [
     "READY_PREFIX",
+    "REDIS_TIMEOUT_S",
     "AppLoadError",
     "GuardUnavailableError",
     "add_parser",
@@ -129,7 +132,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--stdio", action="store_true", help="serve one client over stdin/stdout")
     p.add_argument("--keys", metavar="FILE", help="the shared key ring (JSON; see mrtr keys new)")
     p.add_argument("--redis", metavar="URL",
-                   help="Redis URL for the shared replay guard (redis://, unix://)")
+                   help="Redis URL for the shared replay guard (redis://, unix://); "
+                        f"its clients wait {REDIS_TIMEOUT_S:g} s to connect and for each reply")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="INFO", type=str.upper,
                    help="level of mrtr's own log on stderr (default INFO: handler tracebacks, "
                         "internal errors, refused requestState)")

@@ -688,3 +688,13 @@ def test_serve_builds_its_redis_clients_with_bounded_waits(
     kwargs = client.connection_pool.connection_kwargs
     assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (
         REDIS_TIMEOUT_S, REDIS_TIMEOUT_S)
+
+
+def test_serve_help_names_the_redis_wait() -> None:
+    from mrtr_cli.serve import REDIS_TIMEOUT_S
+
+    serve = dict(_commands(build_parser()))["serve"]
+    (redis_option,) = [a for a in serve._actions if "--redis" in a.option_strings]
+    assert redis_option.help is not None
+    assert redis_option.help.endswith(
+        f"; its clients wait {REDIS_TIMEOUT_S:g} s to connect and for each reply")
