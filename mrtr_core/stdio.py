@@ -376,7 +376,8 @@ class StdioTransportBase(abc.ABC, Generic[P, W]):
     Args:
         process: A running process with ``stdin`` and ``stdout`` pipes.
         max_line_bytes: Longest line accepted from the server.
-        close_timeout: Seconds closing waits after closing stdin, and after SIGTERM.
+        close_timeout: Seconds closing waits after closing stdin, and after SIGTERM; also
+            the longest a ``notifications/cancelled`` waits for stdin to take it.
 
     Raises:
         ValueError: The process has no ``stdin`` or no ``stdout`` pipe.

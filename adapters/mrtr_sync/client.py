@@ -179,11 +179,12 @@ class Client(ClientBase[Handler]):
     def close(self) -> None:
         """Close the transport and the handler pool (running handlers are not waited for).
 
-        Every call in flight ends with :class:`~mrtr_core.errors.TransportError`: the
-        transport fails its request (the HTTP transport fails every request in flight), the
-        pool drops its queued handlers, and its running handlers get their ``cancel`` event
-        set; the call raises once they have returned (a handler that ignores the event
-        keeps its call waiting until it returns)."""
+        Every call in flight ends with :class:`~mrtr_core.errors.TransportError` whose
+        ``cause`` is a :class:`~mrtr_core.errors.TransportClosedError` (with mrtr's
+        transports): the transport fails its request (the HTTP transport fails every
+        request in flight), the pool drops its queued handlers, and its running handlers
+        get their ``cancel`` event set; the call raises once they have returned (a handler
+        that ignores the event keeps its call waiting until it returns)."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
             self._closed = True

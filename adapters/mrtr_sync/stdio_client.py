@@ -146,8 +146,9 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             TimeoutError: No response within ``timeout``; ``notifications/cancelled`` is sent
                 (if the request went out), as it is when the wait is interrupted
                 (``KeyboardInterrupt``).
-            StdinStalledError: ``timeout`` ran out with the request half written (the
-                transport is unusable afterwards: digest §3.4, one message per line).
+            StdinStalledError: ``timeout`` ran out with the request half written, or an
+                earlier line stalled so (the transport is unusable afterwards: digest §3.4,
+                one message per line).
             ServerExitedError: The process ended (or closed stdout) before answering.
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
@@ -184,7 +185,15 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         return pending.response
 
     def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification."""
+        """Send one notification, waiting for as long as stdin takes to accept it.
+
+        Raises:
+            ServerExitedError: stdin is closed, or the process ended.
+            StdinStalledError: An earlier line stalled halfway (the transport is unusable).
+            mrtr_core.errors.TransportClosedError: The transport was closed before.
+            mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
+                MCP message to stdout before (the transport is unusable).
+        """
         self._write(self._conn.send(message))
 
     def _cancel(self, rid: jsonrpc.RequestId, reason: str) -> None:

@@ -261,7 +261,9 @@ class ClientBase(Generic[H]):
         client_info: Sent as ``clientInfo`` in every request's ``_meta``.
         elicitation, sampling, roots: Handlers for the three input kinds; a kind is declared
             in ``clientCapabilities`` exactly when it has a handler.
-        elicitation_form, elicitation_url: The elicitation modes to declare.
+        elicitation_form, elicitation_url: The elicitation modes to declare. A URL-mode
+            answer carries no ``content`` (digest §1.6): one with content fails the call
+            with :class:`~mrtr_core.errors.LocalProtocolError` naming the key.
         capabilities: Extra capabilities (``experimental``, ``extensions``) to declare; its
             ``sampling`` (``tools``, ``context``) is declared when there is a sampling handler.
         limits: The client's limits; each call may override them.
@@ -475,8 +477,8 @@ def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> Transp
 
 
 def client_closed() -> TransportClosedError:
-    """Why a call in flight ended when its async client was closed (the ``cause`` of its
-    :class:`~mrtr_core.errors.TransportError`)."""
+    """Why a call in flight ended when its client (sync, trio or asyncio) was closed (the
+    ``cause`` of its :class:`~mrtr_core.errors.TransportError`)."""
     return TransportClosedError("the client was closed")
 
 
