@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
+from mrtr_core._checks import positive_int
 from mrtr_core.wire.models import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -106,7 +107,12 @@ def sample(
 
     ``tools``/``tool_choice`` need the client's ``sampling.tools`` (S6b), and an
     ``include_context`` other than ``"none"`` its ``sampling.context`` (S6c).
+
+    Raises:
+        ValueError: ``max_tokens`` is not an integer of at least 1 (digest §1.5 b: the
+            schema types ``maxTokens`` as an integer, and clients refuse any other).
     """
+    positive_int("max_tokens", max_tokens)
     items = [messages] if isinstance(messages, str) else list(messages)
     wire_messages = [
         {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else dict(m)

@@ -146,3 +146,11 @@ def test_asking_again_after_a_decline_takes_a_new_key(rt: Runtime) -> None:
     assert isinstance(r2, NeedsInput) and r2.keys == ("confirm_1",)
     r3 = rt.call(engine, retry(first, r2, {"confirm_1": accept(ok=True)}), spec)
     assert isinstance(r3, Completed) and r3.value == 1
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5, 1.5, 64.0, True, "64", None])
+def test_sample_refuses_a_max_tokens_the_client_would_refuse(max_tokens: object) -> None:
+    # A sampling request's maxTokens is a positive integer (digest §1.5 b, C12): clients
+    # refuse any other, so the builder names it where the handler asks, not a round later.
+    with pytest.raises(ValueError, match="max_tokens must be an integer >= 1"):
+        sample("Summarise", max_tokens)  # type: ignore[arg-type]
