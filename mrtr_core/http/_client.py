@@ -50,6 +50,9 @@ _EXCERPT: Final = 512
 _TARGET_CHARS: Final = re.compile(r"[!-~]+")  # visible ASCII: no space, control or non-ASCII
 _END_OF_MESSAGE: Final = h11.EndOfMessage()
 _CONTENT_TYPE: Final = b"content-type"
+_CONTENT_ENCODING: Final = b"content-encoding"
+# "HTTP/1.1 NNN " + "\r\n" ending the status line + "\r\n" ending the head.
+_STATUS_LINE_BYTES: Final = 17
 _KINDS_MAX: Final = 64
 # Most request heads one connection remembers (see HttpClientConnection._request_event).
 _REQUEST_HEADS_MAX: Final = 256
@@ -265,6 +268,7 @@ class HttpClientConnection:
         self._sse: SseParser | None = None
         self._queue: list[ClientEvent] = []
         self._started = False  # any byte of the current response has arrived
+        self._informational = 0  # bytes of the current request's 1xx heads
         self._done = False  # the current exchange delivered its final event
         self._broken = False
 
@@ -324,6 +328,7 @@ class HttpClientConnection:
         self._sse = None
         self._queue.clear()
         self._started = False
+        self._informational = 0
         self._done = False
         send = self._h11.send
         out = send(request)
@@ -445,7 +450,7 @@ class HttpClientConnection:
         elif kind is h11.Response:
             self._on_response(event)
         elif kind is h11.InformationalResponse:
-            return
+            self._on_informational(event)
         elif kind is h11.EndOfMessage:
             self._on_end()
         elif isinstance(event, h11.ConnectionClosed):
@@ -453,13 +458,38 @@ class HttpClientConnection:
                 "server closed the connection", response_started=self._started
             )
 
+    def _on_informational(self, response: h11.InformationalResponse) -> None:
+        """Skip a 1xx head (RFC 9110 §15.2: any number may come before the final one),
+        counting it: together they get the final head's limit, where each alone passes
+        h11's and a server could send them for ever."""
+        self._informational += _STATUS_LINE_BYTES + len(response.reason) + sum(
+            len(name) + len(value) + 4 for name, value in response.headers.raw_items()
+        )
+        if self._informational > self.config.max_header_bytes:
+            raise RemoteProtocolError(
+                f"informational (1xx) responses exceed {self.config.max_header_bytes} bytes"
+            )
+
     def _on_response(self, response: h11.Response) -> None:
-        self._status = response.status_code
-        content_type = None
+        self._status = status = response.status_code
+        content_type = coding = None
         for name, value in response.headers.raw_items():
-            if len(name) == 12 and name.lower() == _CONTENT_TYPE:
-                content_type = bytes(value).decode("latin-1")
-                break
+            size = len(name)
+            if size == 12 and name.lower() == _CONTENT_TYPE:
+                if content_type is None:
+                    content_type = bytes(value).decode("latin-1")
+            elif size == 16 and name.lower() == _CONTENT_ENCODING and coding is None:
+                text = bytes(value).decode("latin-1")
+                if text.lower() != "identity":
+                    coding = text
+        if coding is not None and 200 <= status < 300:
+            # Requests send no Accept-Encoding and nothing here decodes a content coding
+            # (RFC 9110 §8.4): a compressed body would fail as invalid UTF-8 or as a
+            # stream without a response. An error status keeps its own error.
+            raise RemoteProtocolError(
+                f"HTTP {status} response has Content-Encoding {coding!r}, which was not "
+                "asked for (only identity is read)"
+            )
         self._content_type = content_type
         self._kind = kind = _kind_of(content_type)
         if kind == "sse":

@@ -573,3 +573,73 @@ def test_an_error_status_stream_ending_without_the_response_is_an_http_status_er
         events_for(client, sse_bytes(503, stream_body(PROGRESS)))
     assert info.value.status == 503
     assert info.value.content_type == "text/event-stream"
+
+
+# -- informational responses and content codings ------------------------------------------------
+
+
+def test_informational_responses_before_the_answer_are_skipped():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
+    informational = (b"HTTP/1.1 100 Continue\r\n\r\n"
+                     b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n")
+    events = events_for(client, informational + response_bytes(200, "application/json", body))
+    assert events == [ResponseReceived(message=json.loads(body), status=200)]
+    assert client.ready
+
+
+def test_endless_informational_responses_are_bounded_like_a_head():
+    # Each 1xx head is small, so h11's own limit never trips: without a bound of their own
+    # a server sending 102 Processing for ever would hold the request as long as it liked.
+    client = HttpClientConnection(ENDPOINT, HttpClientConfig(max_header_bytes=1000))
+    client.send_request(call_tool("echo", 1))
+    processing = b"HTTP/1.1 102 Processing\r\n\r\n"  # 27 bytes
+    assert events_for(client, processing * 37) == []  # 999 bytes
+    with pytest.raises(RemoteProtocolError,
+                       match=r"informational \(1xx\) responses exceed 1000 bytes"):
+        events_for(client, processing)
+    assert not client.ready
+
+
+def test_informational_responses_count_their_fields():
+    client = HttpClientConnection(ENDPOINT, HttpClientConfig(max_header_bytes=1000))
+    client.send_request(call_tool("echo", 1))
+    hints = b"HTTP/1.1 103 Early Hints\r\nLink: " + b"x" * 965 + b"\r\n\r\n"  # 1001 bytes
+    with pytest.raises(RemoteProtocolError, match=r"informational \(1xx\)"):
+        events_for(client, hints)
+
+
+@pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
+@pytest.mark.parametrize("codings", [["gzip"], ["GZIP"], ["br"], ["identity, gzip"],
+                                     ["identity", "gzip"], ["gzip", "identity"]])
+def test_a_success_with_a_content_coding_not_asked_for_is_named(kind, codings):
+    # Requests send no Accept-Encoding; a compressed answer is refused as such, not as
+    # invalid UTF-8 or a stream that never answered.
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    fields = "".join(f"Content-Encoding: {coding}\r\n" for coding in codings)
+    named = next(coding for coding in codings if coding != "identity")
+    with pytest.raises(RemoteProtocolError, match=f"Content-Encoding {named!r}"):
+        events_for(client, response_bytes(200, kind, b"\x1f\x8b\x08\x00", fields))
+    assert not client.ready
+
+
+@pytest.mark.parametrize("coding", ["identity", "Identity"])
+def test_the_identity_content_coding_is_no_coding(coding):
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
+    events = events_for(client, response_bytes(200, "Application/JSON; charset=UTF-8", body,
+                                                f"Content-Encoding: {coding}\r\n"))
+    assert events == [ResponseReceived(message=json.loads(body), status=200)]
+    assert client.ready
+
+
+def test_an_error_status_with_a_content_coding_keeps_its_status():
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, response_bytes(503, "text/html", b"\x1f\x8b\x08\x00",
+                                          "Content-Encoding: gzip\r\n"))
+    assert info.value.status == 503
