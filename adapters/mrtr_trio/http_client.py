@@ -68,12 +68,24 @@ class _Connection:
         if sock is None:
             self.waited = True
             return await self.stream.receive_some(_READ_SIZE)
+        try:
+            data = sock.recv(_READ_SIZE)
+        except BlockingIOError:
+            pass
+        else:
+            # Bytes were there already: yield all the same, or a server that always has
+            # more (1xx heads, keep-alive comments) holds the loop and the caller's timeout
+            # never fires. A cancelled read loses them with its connection.
+            self.waited = True
+            await trio.lowlevel.checkpoint()
+            return data
+        self.waited = True
         while True:
+            await trio.lowlevel.wait_readable(sock)
             try:
                 return sock.recv(_READ_SIZE)
             except BlockingIOError:
-                self.waited = True
-                await trio.lowlevel.wait_readable(sock)
+                continue
 
     def stale(self) -> bool:
         """Whether the server already closed (or wrote to) this idle connection: anything

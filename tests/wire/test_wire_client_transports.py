@@ -695,6 +695,27 @@ def test_an_idle_http_connection_is_stale_once_the_server_closed_or_wrote_to_it(
         theirs.close()
 
 
+def test_a_trio_http_read_of_bytes_already_there_is_a_checkpoint() -> None:
+    # A server writing faster than the client reads (102 Processing or keep-alive comments
+    # for ever) always has bytes ready: a read that never yields would hold the event loop
+    # and never see the caller's timeout.
+    ours, theirs = socket.socketpair()
+    conn = _idle_connection("trio", ours)
+    theirs.sendall(b"HTTP/1.1 102 Processing\r\n\r\n")
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await conn.receive()  # a cancelled read closes its connection: what it read goes
+        assert scope.cancelled_caught
+
+    try:
+        trio.run(main)
+    finally:
+        conn.sock.close()
+        theirs.close()
+
+
 # -- a stdio server that breaks the framing ---------------------------------------------------
 
 # Answers the first line it reads with one line far over the limit (and over a pipe's
