@@ -13,6 +13,7 @@ writes to stdout as a protocol error ("nothing on stdout that is not a valid MCP
 from __future__ import annotations
 
 import abc
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 
@@ -213,7 +214,7 @@ class _Lines:
 
     def __init__(self, max_line_bytes: int) -> None:
         self.framer = LineFramer(max_line_bytes=max_line_bytes)
-        self.queue: list[bytes | LineTooLong] = []
+        self.queue: deque[bytes | LineTooLong] = deque()
         self.eof = False
         self.unterminated: bytes | LineTooLong | None = None
         """The last line when end of input came before its newline (the same object)."""
@@ -229,7 +230,7 @@ class _Lines:
         self.queue.extend(items)
 
     def pop(self) -> bytes | LineTooLong | None:
-        return self.queue.pop(0) if self.queue else None
+        return self.queue.popleft() if self.queue else None
 
 
 class StdioServerConnection:

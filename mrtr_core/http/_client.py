@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeAlias
 from urllib.parse import urlsplit
@@ -266,7 +267,7 @@ class HttpClientConnection:
         self._body = bytearray()
         self._received = 0
         self._sse: SseParser | None = None
-        self._queue: list[ClientEvent] = []
+        self._queue: deque[ClientEvent] = deque()
         self._started = False  # any byte of the current response has arrived
         self._informational = 0  # bytes of the current request's 1xx heads
         self._done = False  # the current exchange delivered its final event
@@ -424,7 +425,7 @@ class HttpClientConnection:
             self._on_event(event)
         if self._done and self._kind == "sse":
             self._drain_stream_tail()
-        return self._queue.pop(0)
+        return self._queue.popleft()
 
     def _drain_stream_tail(self) -> None:
         """After the response, consume the end of the stream if it is already buffered.

@@ -381,6 +381,16 @@ def test_event_stream_gives_notifications_then_the_response():
     assert client.ready  # the stream's end was already buffered: keep-alive
 
 
+def test_event_stream_with_many_notifications_in_one_read_gives_each_once_in_order():
+    notes = [{**PROGRESS, "params": {**PROGRESS["params"], "progress": i}} for i in range(5_000)]
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request(call_tool("echo", 1))
+    events = events_for(client, sse_bytes(200, stream_body(*notes, FINAL)))
+    assert events == [NotificationReceived(message=note) for note in notes] + [
+        ResponseReceived(message=FINAL, status=200)
+    ]
+
+
 def test_event_stream_response_for_another_id_is_skipped():
     other = {**FINAL, "id": 99}
     client = HttpClientConnection(ENDPOINT)

@@ -109,6 +109,15 @@ def test_server_reads_interleaved_requests():
     assert second.request_id == 2
 
 
+def test_server_reads_many_messages_from_one_read_in_order():
+    # A peer may pack thousands of short messages into one read; each comes out once, in order.
+    count = 20_000
+    server = StdioServerConnection()
+    server.receive_data(b"".join(encode_line(call_tool("t", i)) for i in range(count)))
+    events = drain(server)
+    assert [event.request_id for event in events] == list(range(count))
+
+
 def test_server_answers_invalid_json_with_parse_error_and_continues():
     server = StdioServerConnection()
     server.receive_data(b"{oops\n" + encode_line(call_tool("a", 1)))
