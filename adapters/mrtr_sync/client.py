@@ -124,6 +124,8 @@ class Client(ClientBase[Handler]):
         # The calls whose handlers use a pool now, for close() to signal; set under the lock.
         self._runs: set[_Handlers] = set()
         self._closed = False
+        self._closing = threading.Event()
+        """Set by :meth:`close` through the clock: it ends a pacing delay at once."""
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | None = None, **options: Unpack[CallOptions]
@@ -184,11 +186,13 @@ class Client(ClientBase[Handler]):
         transports): the transport fails its request (the HTTP transport fails every
         request in flight), the pool drops its queued handlers, and its running handlers
         get their ``cancel`` event set; the call raises once they have returned (a handler
-        that ignores the event keeps its call waiting until it returns)."""
+        that ignores the event keeps its call waiting until it returns); a call in the pacing
+        delay of a state-only round raises at once."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
             self._closed = True
             runs = tuple(self._runs)
+        self.clock.cancel(self._closing)
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         for run in runs:
@@ -292,7 +296,9 @@ class Client(ClientBase[Handler]):
             return event or TimerFired()
         if deadline is None:
             raise MrtrError(f"flow in state {flow.state.name} has nothing to wait for")
-        self.clock.sleep(deadline - self.clock.now())  # pacing of a state-only round
+        # Pacing of a state-only round; close() ends it.
+        if not self.clock.sleep(deadline - self.clock.now(), interrupt=self._closing):
+            raise transport_failed(flow, client_closed(), self.clock.now())
         return TimerFired()
 
 

@@ -32,8 +32,9 @@ class Clock(Protocol):
         """Seconds on a monotonic scale (only differences matter)."""
         ...
 
-    def sleep(self, seconds: float) -> None:
-        """Block the calling thread for ``seconds``."""
+    def sleep(self, seconds: float, *, interrupt: threading.Event | None = None) -> bool:
+        """Block the calling thread for ``seconds``, or until :meth:`cancel` sets
+        ``interrupt``; return ``False`` when interrupted."""
         ...
 
     def executor(self, max_workers: int) -> Executor:
@@ -60,10 +61,21 @@ class SystemClock:
         """``time.monotonic()``."""
         return time.monotonic()
 
-    def sleep(self, seconds: float) -> None:
-        """``time.sleep`` (nothing for a non-positive duration)."""
-        if seconds > 0:
-            time.sleep(seconds)
+    def sleep(self, seconds: float, *, interrupt: threading.Event | None = None) -> bool:
+        """``time.sleep`` (nothing for a non-positive duration); with ``interrupt``, a wait
+        on that event, waking at least every :data:`SIGNAL_CHECK_S` seconds (see there).
+        Returns ``False`` when ``interrupt`` was set."""
+        if interrupt is None:
+            if seconds > 0:
+                time.sleep(seconds)
+            return True
+        deadline = self.now() + seconds
+        while not interrupt.is_set():
+            left = deadline - self.now()
+            if left <= 0:
+                return True
+            interrupt.wait(min(left, SIGNAL_CHECK_S))
+        return False
 
     def executor(self, max_workers: int) -> Executor:
         """A ``ThreadPoolExecutor`` with named threads that block SIGINT and SIGTERM."""

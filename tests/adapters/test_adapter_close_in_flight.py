@@ -1,4 +1,4 @@
-"""Closing an async client ends every call in flight, wherever it waits: on its handlers (a
+"""Closing a client ends every call in flight, wherever it waits: on its handlers (a
 person who may never answer) or on the pacing delay of a state-only round, as well as on its
 transport. Each such call fails with a ``TransportError`` whose cause is a
 ``TransportClosedError``; a running handler is cancelled. Virtual clocks throughout."""
@@ -10,11 +10,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mrtr_asyncio
+import mrtr_sync
 import mrtr_trio
 import pytest
 import trio
 import trio.testing
 from mrtr_asyncio.testing import VirtualEventLoop
+from mrtr_sync.testing import VirtualClock
 
 from mrtr_core.client import ClientLimits
 from mrtr_core.errors import TransportClosedError, TransportError
@@ -142,3 +144,26 @@ def test_asyncio_caller_cancellation_stays_the_callers_after_aclose() -> None:
         loop.run_until_complete(main())
     finally:
         loop.close()
+
+
+def test_sync_close_ends_a_call_waiting_on_pacing() -> None:
+    # A call in the pacing delay of a state-only round ends at the close, not when the delay
+    # would have ended, and sends no retry.
+    clock = VirtualClock()
+    scripted = state_only()
+    client = mrtr_sync.Client(mrtr_sync.MemoryTransport(scripted), limits=LIMITS, clock=clock)
+    closer = clock.executor(1)
+
+    def close_soon() -> None:
+        clock.sleep(0.01)
+        client.close()
+
+    try:
+        closer.submit(close_soon)
+        with pytest.raises(TransportError) as info:
+            client.call_tool("t")
+    finally:
+        closer.shutdown()
+    assert_closed(info.value)
+    assert clock.now() == 0.01
+    assert len(scripted.requests) == 1

@@ -231,6 +231,20 @@ def test_VirtualClock_cancel_interrupts_a_sleep_at_once() -> None:
     pool.shutdown()
 
 
+def test_SystemClock_sleep_ends_when_its_interrupt_is_set() -> None:
+    clock = mrtr_sync.SystemClock()
+    event = threading.Event()
+    assert clock.sleep(0, interrupt=event) is True  # nothing to wait: not interrupted
+    setter = threading.Thread(target=event.set)
+    setter.start()
+    try:
+        # An hour, unless the event ends it (at once, or by the next wake-up).
+        assert clock.sleep(3600, interrupt=event) is False
+    finally:
+        setter.join()
+    assert clock.sleep(3600, interrupt=event) is False  # already set: no wait at all
+
+
 def test_VirtualClock_reports_a_deadlock() -> None:
     clock = VirtualClock()
     pool = clock.executor(1)
