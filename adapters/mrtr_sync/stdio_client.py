@@ -184,17 +184,26 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         assert pending.response is not None
         return pending.response
 
-    def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification, waiting for as long as stdin takes to accept it.
+    def notify(self, message: Mapping[str, Any], *, timeout: float | None = None) -> None:
+        """Send one notification, waiting up to ``timeout`` seconds (``None``: for as long
+        as it takes) for stdin to accept it.
 
         Raises:
+            TimeoutError: ``timeout`` ran out before any of the line was written (the
+                transport stays usable).
+            StdinStalledError: ``timeout`` ran out with the line half written (the transport
+                is unusable afterwards: digest §3.4, one message per line).
             ServerExitedError: stdin is closed, or the process ended.
             StdinStalledError: An earlier line stalled halfway (the transport is unusable).
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout before (the transport is unusable).
         """
-        self._write(self._conn.send(message))
+        line = self._conn.send(message)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._write(line, deadline):
+            method = message.get("method")
+            raise TimeoutError(f"notification {method!r} could not be sent within {timeout} s")
 
     def _cancel(self, rid: jsonrpc.RequestId, reason: str) -> None:
         """Send ``notifications/cancelled`` for request ``rid``, waiting at most

@@ -244,6 +244,23 @@ def test_sync_stdio_request_timeout_covers_a_write_that_cannot_begin():
         _close_a_deaf_server(transport)
 
 
+def test_sync_stdio_notify_timeout_covers_a_server_that_does_not_read():
+    # notify() waited for ever on a server that does not read its stdin; with a timeout it
+    # fails before writing anything, and the transport stays usable.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.1)
+    note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    try:
+        _fill(transport._stdin.fileno())
+        error = _in_a_thread(lambda: transport.notify(note, timeout=0.05))
+        assert type(error) is TimeoutError
+        assert str(error) == (
+            "notification 'notifications/progress' could not be sent within 0.05 s"
+        )
+        assert transport._failure is None
+    finally:
+        _close_a_deaf_server(transport)
+
+
 def test_sync_stdio_request_timeout_on_a_half_written_line_fails_the_transport():
     # digest §3.4: one message per line. Out of time halfway through the line, nothing
     # may follow it on the pipe: the transport fails, and close() still returns.
