@@ -9,12 +9,12 @@ keys are ``action`` (one of accept, decline, cancel) and ``content`` is read as 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from mrtr_cli.jsoninput import JsonInputError, read_json
 from mrtr_core.errors import MrtrError
 from mrtr_core.wire.forms import FormAnswerError, FormField, FormSpec, Value
 from mrtr_core.wire.models import ElicitResult
@@ -46,10 +46,10 @@ def load_answers(path: str | Path) -> dict[str, dict[str, Any]]:
         size = file.stat().st_size
         if size > MAX_ANSWERS_BYTES:
             raise AnswersFileError(f"{file}: {size} bytes; at most {MAX_ANSWERS_BYTES} allowed")
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_json(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise AnswersFileError(f"{file}: {exc.strerror or exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, JsonInputError) as exc:
         raise AnswersFileError(f"{file}: not JSON ({exc})") from exc
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise AnswersFileError(f"{file}: must be a JSON object mapping keys to objects")

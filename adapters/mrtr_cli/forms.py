@@ -428,7 +428,10 @@ def _parse(field: FormField, raw: str) -> Value:
         raise _Invalid("answer y or n")
     if field.kind in ("number", "integer"):
         if _WHOLE.fullmatch(raw):
-            return int(raw)
+            try:
+                return int(raw)
+            except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+                raise _Invalid("the number is too long") from None
         if not _NUMBER.fullmatch(raw):
             raise _Invalid(f"{raw!r} is not a number")
         number = float(raw)

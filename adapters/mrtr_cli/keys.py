@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from mrtr_cli.jsoninput import JsonInputError, read_json
 from mrtr_core.errors import MrtrError
 from mrtr_core.state import KeyRing
 
@@ -126,8 +127,8 @@ def _parse(text: str, source: str) -> Any:
         return dict(pairs)
 
     try:
-        return json.loads(text, object_pairs_hook=unique)
-    except json.JSONDecodeError as exc:
+        return read_json(text, object_pairs_hook=unique)
+    except JsonInputError as exc:
         raise KeyFileError(f"{source}: not JSON ({exc})") from exc
 
 

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -42,6 +41,7 @@ from mrtr_cli.calls import (
 )
 from mrtr_cli.forms import Prompter
 from mrtr_cli.inputs import Inputs, SamplingConfig, roots_from_paths
+from mrtr_cli.jsoninput import JsonInputError, read_json
 from mrtr_cli.keys import KeyFileError
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.terminal import pending_reads
@@ -67,8 +67,8 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     if text[index - 1] == ":":
         key, value = text[: index - 1], text[index + 1 :]
         try:
-            return key, json.loads(value)
-        except json.JSONDecodeError as exc:
+            return key, read_json(value)
+        except JsonInputError as exc:
             raise UsageError(f"--arg {text}: the value after := must be JSON ({exc})") from exc
     return text[:index], text[index + 1 :]
 
@@ -77,8 +77,8 @@ def _arguments(args: argparse.Namespace) -> dict[str, Any] | None:
     arguments: dict[str, Any] = {}
     if args.json is not None:
         try:
-            loaded = json.loads(args.json)
-        except json.JSONDecodeError as exc:
+            loaded = read_json(args.json)
+        except JsonInputError as exc:
             raise UsageError(f"--json: not JSON ({exc})") from exc
         if not isinstance(loaded, dict):
             raise UsageError("--json: the arguments must be a JSON object")

@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from mrtr_cli.jsoninput import JsonInputError, read_json
 from mrtr_cli.keys import load_ring
 from mrtr_cli.safe import plain
 from mrtr_core.state import Binding, StateCodec, StateRejectedError, digest_arguments
@@ -97,8 +98,8 @@ def cmd_inspect(args: argparse.Namespace, out: Console, ui: Console) -> int:
             ui.print("give both --method and --target to check the binding")
             return 2
         try:
-            arguments = json.loads(args.arguments) if args.arguments is not None else None
-        except json.JSONDecodeError as exc:
+            arguments = read_json(args.arguments) if args.arguments is not None else None
+        except JsonInputError as exc:
             ui.print(f"--arguments: not JSON ({exc})")
             return 2
         binding = Binding(method=args.method, target=args.target,

@@ -293,6 +293,39 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "expected KEY=VALUE or KEY:=JSON" in capsys.readouterr().err
 
 
+TOO_MANY_DIGITS = "9" * 5000  # more than sys.get_int_max_str_digits() (4300)
+TOO_DEEP = "[" * 20_000 + "]" * 20_000  # deeper than the interpreter recurses
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("{", "Expecting property name"),
+    (TOO_MANY_DIGITS, "a number has more than 4300 digits"),
+    (TOO_DEEP, "nested too deeply"),
+])
+@pytest.mark.parametrize("option", ["--arg", "--json"])
+def test_unreadable_json_arguments_are_usage_errors(
+    option: str, value: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A number too long for Python's int, or nesting deeper than it recurses, printed a
+    # traceback instead of saying what was wrong.
+    given = f"n:={value}" if option == "--arg" else value
+    with pytest.raises(SystemExit) as info:
+        main(["call", "http://127.0.0.1:1/mcp", "t", option, given])
+    assert info.value.code == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_a_ring_too_deep_or_too_long_to_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ring.json"
+    for text, problem in [(TOO_DEEP, "nested too deeply"),
+                          ('{"k1": ' + TOO_MANY_DIGITS + "}", "more than 4300 digits")]:
+        path.write_text(text)
+        with pytest.raises(KeyFileError, match=f"not JSON \\(.*{problem}"):
+            load_ring(path)
+        with pytest.raises(KeyFileError, match=problem):
+            ring_from_environment({"MRTR_KEYS": text})
+
+
 def _commands(parser: argparse.ArgumentParser,
               words: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """Every command of ``mrtr`` (a parser without subcommands: ``call``, ``keys new``...)."""
@@ -578,6 +611,8 @@ def test_a_root_must_be_an_existing_folder(
 
 @pytest.mark.parametrize(("extra", "fragment"), [
     (["--method", "tools/call", "--target", "x", "--arguments", "nope"], "--arguments: not JSON"),
+    (["--method", "tools/call", "--target", "x", "--arguments", TOO_MANY_DIGITS],
+     "--arguments: not JSON (a number has more than 4300 digits)"),
     (["--principal", "alice"], "give --method and --target too"),
 ])
 def test_state_inspect_refuses_binding_options_it_cannot_use(

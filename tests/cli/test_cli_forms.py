@@ -84,6 +84,14 @@ def test_integer_rejects_fractions(terminal: Any) -> None:
     assert "'3.5' is not a whole number" in term.text
 
 
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_a_number_too_long_to_read_is_reprompted(terminal: Any, kind: str) -> None:
+    # Python reads at most sys.get_int_max_str_digits() digits into an int (4300 by default).
+    result, term = ask(terminal, form({"i": {"type": kind}}, ["i"]), ["9" * 5000, "7", "a"])
+    assert result.content == {"i": 7}
+    assert "the number is too long" in term.text
+
+
 @pytest.mark.parametrize("typed", ["1_000", "\u0661\u0662", "inf", "nan", "0x10", "1e400"])
 def test_number_reads_only_plain_decimal_text(terminal: Any, typed: str) -> None:
     # Python's int() and float() take digit separators, digits of other scripts, inf and nan;

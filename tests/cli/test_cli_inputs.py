@@ -102,6 +102,10 @@ def test_load_answers_reads_objects_and_refuses_other_shapes(tmp_path: Path) -> 
     broken.write_text("{")
     with pytest.raises(AnswersFileError, match="not JSON"):
         load_answers(broken)
+    deep = tmp_path / "d.json"
+    deep.write_text("[" * 100_000)
+    with pytest.raises(AnswersFileError, match="not JSON \\(nested too deeply\\)"):
+        load_answers(deep)
     with pytest.raises(AnswersFileError):
         load_answers(tmp_path / "missing.json")
 
