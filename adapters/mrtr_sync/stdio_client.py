@@ -92,6 +92,8 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         os.set_blocking(self._stdin.fileno(), False)  # writes wait in _wait_writable, bounded
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._closing = False
+        """:meth:`close` began: the write that holds stdin closes it as it ends."""
         self._exit_r, self._exit_w = os.pipe()
         """A byte on this pipe says the process exited (its stdout may stay open)."""
         self._exited = False
@@ -220,6 +222,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         waiting ``close_timeout`` for that write stands for the wait after closing stdin,
         and the signals follow (ending the server ends the write too).
         """
+        self._closing = True
         stdin_closed = self._close_stdin(self.close_timeout)
         try:
             self.process.wait(self.close_timeout if stdin_closed else 0)
@@ -230,8 +233,8 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if not stdin_closed:  # the blocked write has failed by now, unless a process the
-            self._close_stdin(0)  # server left behind holds stdin: it is left to that write
+        if not stdin_closed:  # the blocked write fails now (or, if a process the server
+            self._close_stdin(0)  # left behind holds stdin, later): it closes stdin as it ends
         self._reader.join(self.close_timeout)
         if not self._reader.is_alive():
             # Closing a buffered pipe waits for a read in progress (its lock): when a
@@ -305,6 +308,9 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             self._fail(stalled)
             raise stalled
         finally:
+            if self._closing:  # close() could not take stdin from this write: it ends here
+                with contextlib.suppress(OSError, ValueError):
+                    self._stdin.close()
             self._write_lock.release()
 
     def _stalled(self) -> StdinStalledError:

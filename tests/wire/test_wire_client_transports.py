@@ -150,12 +150,9 @@ class _AnnouncingStdin:
         return getattr(self.stream, name)
 
 
-def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_writes():
-    # digest §3.4 "Shutdown": close stdin, wait, then SIGTERM and SIGKILL. A request
-    # blocked on a full stdin pipe holds stdin; close() goes on to the signals instead of
-    # waiting for that write for ever, and the write then fails as the server's exit.
-    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.5)
-    stdin = transport._stdin = _AnnouncingStdin(transport._stdin)
+def _blocked_request(transport: Any) -> tuple[threading.Thread, dict[str, BaseException]]:
+    """A thread (not started) sending a request larger than any pipe holds, and where the
+    error it ends with is put (under ``"error"``)."""
     outcome: dict[str, BaseException] = {}
 
     def call() -> None:
@@ -164,7 +161,16 @@ def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_wr
         except Exception as exc:
             outcome["error"] = exc
 
-    requester = threading.Thread(target=call, daemon=True)
+    return threading.Thread(target=call, daemon=True), outcome
+
+
+def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_writes():
+    # digest §3.4 "Shutdown": close stdin, wait, then SIGTERM and SIGKILL. A request
+    # blocked on a full stdin pipe holds stdin; close() goes on to the signals instead of
+    # waiting for that write for ever, and the write then fails as the server's exit.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.5)
+    stdin = transport._stdin = _AnnouncingStdin(transport._stdin)
+    requester, outcome = _blocked_request(transport)
     closer = threading.Thread(target=transport.close, daemon=True)
     try:
         requester.start()
@@ -177,6 +183,34 @@ def test_sync_stdio_close_signals_a_server_that_does_not_read_while_a_request_wr
         assert isinstance(outcome.get("error"), ServerExitedError)
     finally:
         transport.process.kill()
+
+
+def test_sync_stdio_close_leaves_no_stdin_open_when_the_blocked_write_fails_late():
+    # close() gave up waiting for a blocked write, signalled the server, and looked once
+    # more: if the write had not yet failed at that moment, stdin stayed open for good.
+    # The write that fails after close() began closes stdin itself.
+    transport = mrtr_sync.stdio_client.StdioTransport.spawn(DEAF, close_timeout=0.2)
+    stdin = transport._stdin = _AnnouncingStdin(transport._stdin)
+    closer = threading.Thread(target=transport.close, daemon=True)
+    failed = transport._stdin_closed
+
+    def fail_once_close_returned() -> ServerExitedError:
+        closer.join(LIMIT)  # the write's failure comes after close() is done
+        return failed()
+
+    transport._stdin_closed = fail_once_close_returned  # type: ignore[method-assign]
+    requester, outcome = _blocked_request(transport)
+    try:
+        requester.start()
+        assert stdin.writing.wait(LIMIT)
+        closer.start()
+        requester.join(LIMIT)
+        assert not requester.is_alive() and not closer.is_alive()
+        assert isinstance(outcome.get("error"), ServerExitedError)
+        assert stdin.stream.closed
+    finally:
+        transport.process.kill()
+        stdin.stream.close()
 
 
 def _fill(fd: int) -> int:
