@@ -467,8 +467,12 @@ class ClientBase(Generic[H]):
 def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
     """End ``flow`` after its transport failed with ``exc``; only this call fails.
 
-    The error carries the last ``input_required`` result the flow saw.
+    The error carries the last ``input_required`` result the flow saw. A flow that is over
+    already (it failed, and the call was still waiting for its cancelled handlers to end)
+    takes no more input: the error is built from what it holds.
     """
+    if flow.done:
+        return TransportError(exc, last_result=flow.last_result)
     last = None
     for cmd in flow.handle(CancelRequested(reason=exc), now):
         if isinstance(cmd, Fail):

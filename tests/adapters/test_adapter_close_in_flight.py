@@ -167,3 +167,91 @@ def test_sync_close_ends_a_call_waiting_on_pacing() -> None:
     assert_closed(info.value)
     assert clock.now() == 0.01
     assert len(scripted.requests) == 1
+
+
+
+def fails_or_slow_to_cancel(
+    sleep: Callable[[float], Awaitable[object]],
+    wait: Callable[[], Awaitable[object]],
+    cleanup: Callable[[], Awaitable[object]],
+) -> Any:
+    """A handler for a round of keys ``fails`` and ``slow``: ``fails`` raises after one
+    (virtual) second; ``slow`` waits on ``wait()`` and, once cancelled, takes ``cleanup()``
+    (a shielded wait) to end."""
+
+    async def handler(request: Any, key: str) -> ElicitResult:
+        if key == "fails":
+            await sleep(1)
+            raise RuntimeError("the dialog broke")
+        try:
+            await wait()
+        finally:
+            await cleanup()
+        raise AssertionError("unreachable")
+
+    return handler
+
+
+FAILS_AND_SLOW = input_required({"fails": FORM, "slow": FORM}, "s1")
+
+
+async def call_noting_error(client: mrtr_trio.Client, errors: list[BaseException]) -> None:
+    """Call the tool ``t``, noting in ``errors`` what the call raises."""
+    try:
+        await client.call_tool("t")
+    except Exception as exc:
+        errors.append(exc)
+
+
+def test_trio_aclose_while_a_failed_call_waits_for_a_cancelled_handler() -> None:
+    # The flow has failed (one handler raised) and the call waits for the other handler to
+    # end its cancellation: a close then ends the call with the closed client's error, not
+    # with a LocalProtocolError from cancelling a flow that was already over.
+    async def cleanup() -> None:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(5)
+
+    handler = fails_or_slow_to_cancel(trio.sleep, trio.sleep_forever, cleanup)
+
+    async def main() -> None:
+        scripted = ScriptedServer([FAILS_AND_SLOW])
+        client = mrtr_trio.Client(mrtr_trio.MemoryTransport(scripted), elicitation=handler,
+                                  limits=LIMITS)
+        errors: list[BaseException] = []
+        with trio.fail_after(100):  # virtual seconds
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call_noting_error, client, errors)
+                await trio.sleep(2)  # "fails" raised at 1 s; "slow" cleans up until 6 s
+                await client.aclose()
+        assert len(errors) == 1
+        assert_closed(errors[0])
+        assert len(scripted.requests) == 1
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_asyncio_aclose_while_a_failed_call_waits_for_a_cancelled_handler() -> None:
+    async def cleanup() -> None:
+        await asyncio.shield(asyncio.sleep(5))
+
+    handler = fails_or_slow_to_cancel(
+        asyncio.sleep, lambda: asyncio.get_running_loop().create_future(), cleanup
+    )
+    loop = VirtualEventLoop()
+
+    async def main() -> None:
+        scripted = ScriptedServer([FAILS_AND_SLOW])
+        client = mrtr_asyncio.Client(mrtr_asyncio.MemoryTransport(scripted),
+                                     elicitation=handler, limits=LIMITS)
+        task = asyncio.create_task(client.call_tool("t"))
+        await asyncio.sleep(2)  # "fails" raised at 1 s; "slow" cleans up until 6 s
+        await client.aclose()
+        async with asyncio.timeout(100):  # virtual seconds
+            errors = await asyncio.gather(task, return_exceptions=True)
+        assert_closed(errors[0])
+        assert len(scripted.requests) == 1
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
