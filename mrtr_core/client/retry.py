@@ -7,10 +7,13 @@ the round just fulfilled in ``inputResponses`` plus the ``requestState`` echoed 
 
 from __future__ import annotations
 
+import json
 import marshal
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
+from mrtr_core import jsontext
 from mrtr_core.errors import CodecError, LocalProtocolError
 from mrtr_core.wire.converter import converter, structure_input_response, unstructure
 from mrtr_core.wire.models import (
@@ -247,11 +250,26 @@ _UNSTRUCTURE: Final[dict[type, Callable[[Any], Any]]] = {
     cls: converter.get_unstructure_hook(cls) for cls in _ANSWER_TYPES.values()
 }
 _ELICIT_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
-_SCALARS: Final = frozenset({str, int, float, bool})
+_STRICT_JSON: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))
+_INT_BITS: Final = 4000  # longer integers take the encoder's check (it limits their digits)
 
 
 class _Unusable(ValueError):
     """An answer model holds a value its wire type does not allow."""
+
+
+def _json_only(wire: JsonObject) -> JsonObject:
+    """``wire`` once it is known to be JSON (digest §1.6: an ``inputResponses`` value is a
+    JSON object): no NaN or infinity, no integer too long to write, no other types.
+
+    Raises:
+        _Unusable: it is not, so no transport could send the retry.
+    """
+    try:
+        _STRICT_JSON(wire)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise _Unusable(f"not JSON: {exc}") from None
+    return wire
 
 
 def _is_elicit_value(value: Any) -> bool:
@@ -279,7 +297,9 @@ def _elicit_to_wire(answer: ElicitResult) -> JsonObject:
             kind = type(value)
             if type(name) is not str:
                 break
-            if kind in _SCALARS:
+            if kind is str or kind is bool or (
+                kind is int and value.bit_length() <= _INT_BITS
+            ) or (kind is float and math.isfinite(value)):
                 out[name] = value
             elif kind is list and all(type(item) is str for item in value):
                 out[name] = value[:]
@@ -292,8 +312,7 @@ def _elicit_to_wire(answer: ElicitResult) -> JsonObject:
         and all(isinstance(k, str) and _is_elicit_value(v) for k, v in content.items())
     ):
         raise _Unusable("content must map names to strings, numbers, booleans or string arrays")
-    wire: JsonObject = _UNSTRUCTURE[ElicitResult](answer)
-    return wire
+    return _json_only(_UNSTRUCTURE[ElicitResult](answer))
 
 
 def _model_to_wire(answer: Any) -> JsonObject:
@@ -313,8 +332,7 @@ def _model_to_wire(answer: Any) -> JsonObject:
             isinstance(root, Root) and isinstance(root.uri, str) for root in roots
         ):
             raise _Unusable("roots must be a list of Root with string uris")
-    wire: JsonObject = _UNSTRUCTURE[type(answer)](answer)
-    return wire
+    return _json_only(_UNSTRUCTURE[type(answer)](answer))
 
 
 def answer_to_wire(kind: str, answer: object, *, key: str) -> JsonObject:
@@ -330,7 +348,8 @@ def answer_to_wire(kind: str, answer: object, *, key: str) -> JsonObject:
         key: The ``inputRequests`` key, for the error message.
 
     Raises:
-        LocalProtocolError: the answer is not of the type ``kind`` needs, or is malformed.
+        LocalProtocolError: the answer is not of the type ``kind`` needs, is malformed, or
+            holds what JSON cannot carry (NaN, an infinity, an integer too long to write).
     """
     cls = _ANSWER_TYPES[kind]
     if type(answer) is not cls:

@@ -568,7 +568,8 @@ def test_plain_json_answers_are_validated_and_sent() -> None:
 
 
 _ELICIT_VALUES = st.one_of(
-    st.text(max_size=5), st.integers(), st.floats(allow_nan=False), st.booleans(),
+    st.text(max_size=5), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
     st.lists(st.text(max_size=3), max_size=3),
 )
 
@@ -808,6 +809,40 @@ def _fails_handler_a(request_: dict[str, Any], answer: Any) -> LocalProtocolErro
     assert isinstance(fail, Fail) and isinstance(fail.error, HandlerFailedError)
     assert fail.error.key == "a" and isinstance(fail.error.cause, LocalProtocolError)
     return fail.error.cause
+
+
+_NOT_JSON_ANSWERS = [
+    (form(), ElicitResult(action="accept", content={"n": float("nan")})),
+    (form(), {"action": "accept", "content": {"n": float("inf")}}),
+    (form(), ElicitResult(action="accept", content={"n": 10**5000})),
+    (sampling(), CreateMessageResult(role="assistant", model="m",
+                                     content={"type": "text", "text": "x", "n": -float("inf")})),
+    (sampling(), CreateMessageResult(role="assistant", model="m",
+                                     content=[{"type": "text", "text": {"a", "set"}}])),
+    (roots(), ListRootsResult(roots=[Root(uri="file:///a", meta={"n": float("nan")})])),
+]
+_NOT_JSON_IDS = ["elicit-nan", "elicit-dict-inf", "elicit-long-int", "sampling-inf",
+                 "sampling-set", "roots-meta-nan"]
+
+
+@pytest.mark.parametrize(("request_", "answer"), _NOT_JSON_ANSWERS, ids=_NOT_JSON_IDS)
+def test_an_answer_json_cannot_carry_fails_that_handler(request_: dict[str, Any],
+                                                        answer: Any) -> None:
+    # An inputResponses value is JSON (digest §1.6): NaN, an infinity, an integer too long
+    # to write or a value of another type would make a retry no transport can send.
+    cause = _fails_handler_a(request_, answer)
+    assert str(cause).startswith("answer for 'a' (") and "not JSON" in str(cause)
+
+
+@pytest.mark.parametrize(("request_", "answer"), _NOT_JSON_ANSWERS, ids=_NOT_JSON_IDS)
+def test_a_manual_answer_json_cannot_carry_is_refused_and_changes_nothing(
+    request_: dict[str, Any], answer: Any
+) -> None:
+    flow = make_flow(manual=True)
+    to_handlers(flow, {"a": request_, "b": form()})
+    with pytest.raises(LocalProtocolError, match=r"^answer for 'a' \(.*not JSON"):
+        flow.answer({"a": answer, "b": ACCEPT}, 2.0)
+    assert flow.pending_keys == ("a", "b") and flow.state is FlowState.AWAITING_ANSWERS
 
 
 _URL_CONTENT = r"answer for 'a' \(elicitation/create\): a URL-mode answer carries no content"
