@@ -53,6 +53,7 @@ __all__ = ["build_parser", "main"]
 
 
 EXIT_INTERRUPTED = 130
+MAX_TIMEOUT_S = 1e9  # the longest time limit ClientLimits takes
 
 
 class UsageError(Exception):
@@ -125,8 +126,8 @@ def _add_client_options(p: argparse.ArgumentParser, *, what: str, what_help: str
     p.add_argument("--max-rounds", type=int, default=10, metavar="N",
                    help="most requests in one operation (default 10)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="time budget for the whole operation (default: none while a person "
-                        "answers, 600 s otherwise)")
+                   help="time budget for the whole operation, at most 1e9 (default: none "
+                        "while a person answers, 600 s otherwise)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,8 +207,10 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
         raise UsageError("--sampling-reply and --sampling-command exclude each other")
     if args.max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError("--timeout must be a positive number of seconds")
+    if args.timeout is not None and not (
+        math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT_S
+    ):
+        raise UsageError(f"--timeout must be a positive number of seconds up to {MAX_TIMEOUT_S:g}")
     for option, command in (("--stdio", args.stdio), ("--sampling-command", args.sampling_command)):
         if command is not None:
             try:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 __all__ = ["ClientLimits"]
+
+_MAX_SECONDS: Final = 1e9
+"""About 31 years: the longest time limit taken. A blocking wait much longer (about 9.2e9 s
+on Linux) does not fit the system's time type; ``None`` turns a time limit off."""
 
 
 def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -15,8 +19,15 @@ def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> No
 
 
 def _positive(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{attribute.name} must be positive, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value <= _MAX_SECONDS  # also refuses NaN and infinity
+    ):
+        raise ValueError(
+            f"{attribute.name} must be a positive number of seconds up to {_MAX_SECONDS:g}, "
+            f"got {value!r}"
+        )
 
 
 def _positive_int(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -40,7 +51,8 @@ class ClientLimits:
             :class:`~mrtr_core.errors.RoundLimitError` before any handler runs.
             ``max_rounds = 1`` means no retry at all. The default 10 matches the Go SDK;
             the Python and TypeScript SDKs send up to 11 legs (digest §2.6).
-        leg_timeout: Seconds to wait for one response.
+        leg_timeout: Seconds to wait for one response. Every time limit here is at most
+            1e9 seconds; ``None`` turns one off.
         flow_timeout: Seconds for the whole flow; checked before any handler is invoked
             and before any retry is sent.
         handler_timeout: Seconds a handler may take (a person thinking, a model sampling).

@@ -565,6 +565,7 @@ def test_call_mirrors_x_mcp_header_arguments_over_http(tmp_path: Path) -> None:
     (["call", "http://127.0.0.1:1/mcp", "t", "--max-rounds", "0"], "--max-rounds"),
     (["call", "http://127.0.0.1:1/mcp", "t", "--timeout", "nan"], "--timeout"),
     (["call", "http://127.0.0.1:1/mcp", "t", "--timeout", "-1"], "--timeout"),
+    (["call", "http://127.0.0.1:1/mcp", "t", "--timeout", "1e10"], "up to 1e+09"),
     (["call", "--stdio", "'unterminated", "t"], "--stdio"),
     (["call", "http://127.0.0.1:1/mcp", "t", "--sampling-command", "'x"], "--sampling-command"),
     (["call", "notaurl", "t"], "URL"),

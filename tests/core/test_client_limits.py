@@ -78,6 +78,18 @@ def test_invalid_limits_are_refused(kwargs: dict[str, Any]) -> None:
         ClientLimits(**kwargs)
 
 
+@pytest.mark.parametrize("name", ["leg_timeout", "flow_timeout", "handler_timeout",
+                                  "pacing_initial", "pacing_max"])
+@pytest.mark.parametrize("seconds", [float("inf"), 1e10, 10**10])
+def test_time_limits_beyond_1e9_seconds_are_refused_naming_them(name: str,
+                                                                  seconds: float) -> None:
+    # A blocking wait that long does not fit the system's time type (the sync HTTP
+    # transport's socket timeout raised OverflowError mid-call): None turns a limit off.
+    with pytest.raises(ValueError, match=rf"^{name} must be .* up to 1e\+09"):
+        ClientLimits(**{name: seconds})
+    assert getattr(ClientLimits(**{name: 1e9}), name) == 1e9
+
+
 def test_time_limits_can_be_turned_off() -> None:
     flow = make_flow(limits=limits(leg_timeout=None, flow_timeout=None, handler_timeout=None))
     flow.start(0.0)
