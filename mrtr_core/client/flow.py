@@ -401,6 +401,12 @@ class ClientFlow:
         flow._flow_deadline = None if left is None else now + left
         left = snap.pacing_time_left
         flow._wake_at = None if left is None else now + left
+        if snap.state is not _S_IDLE and snap.last_result is not None:
+            # The result a paused round rests on is one the flow took (a seeded one is
+            # checked when the flow starts): within its limits, of declared kinds (S6).
+            error = flow._unusable_result(snap.last_result)
+            if error is not None:
+                raise LocalProtocolError(f"saved flow: last_result: {error}")
         if snap.state is _S_AWAITING_ANSWERS:
             assert snap.last_result is not None and snap.last_result.input_requests
             flow._requests = dict(snap.last_result.input_requests)
@@ -761,6 +767,24 @@ class ClientFlow:
 
     def _check_input_required(self, result: InputRequiredResult, now: float) -> MrtrError | None:
         """Everything that must hold before a handler runs or a retry is sent."""
+        error = self._unusable_result(result)
+        if error is not None:
+            return error
+        limits = self._limits
+        if self._rounds >= limits.max_rounds:
+            return RoundLimitError(
+                f"input_required after {self._rounds} requests; max_rounds is "
+                f"{limits.max_rounds}",
+                limit="max_rounds", value=limits.max_rounds, last_result=result,
+            )
+        flow_deadline = self._flow_deadline
+        if flow_deadline is not None and now >= flow_deadline:
+            return self._flow_deadline_error(result)
+        return None
+
+    def _unusable_result(self, result: InputRequiredResult) -> MrtrError | None:
+        """Why this flow cannot take ``result`` at all (a size limit, or an input request it
+        does not declare or handle), or ``None``."""
         limits = self._limits
         requests = result.input_requests or _NO_REQUESTS
         if len(requests) > limits.max_input_requests:
@@ -786,15 +810,6 @@ class ClientFlow:
                 reason = self._unsupported(request)
             if reason is not None:
                 return UnsupportedInputError(key, request.method, reason, last_result=result)
-        if self._rounds >= limits.max_rounds:
-            return RoundLimitError(
-                f"input_required after {self._rounds} requests; max_rounds is "
-                f"{limits.max_rounds}",
-                limit="max_rounds", value=limits.max_rounds, last_result=result,
-            )
-        flow_deadline = self._flow_deadline
-        if flow_deadline is not None and now >= flow_deadline:
-            return self._flow_deadline_error(result)
         return None
 
     def _unsupported(self, request: InputRequest) -> str | None:

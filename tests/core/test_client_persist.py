@@ -62,6 +62,7 @@ from mrtr_core.wire import (
 )
 
 NO_JITTER = ClientLimits(pacing_jitter=0.0)
+CAPS = "io.modelcontextprotocol/clientCapabilities"
 
 
 def json_round_trip(data: Any) -> Any:
@@ -441,6 +442,13 @@ CORRUPTIONS: dict[str, Any] = {
     "idle-with-rounds": lambda d: {**d, "state": "idle"},
     "pacing-with-requests": lambda d: {**d, "state": "pacing", "answers": {},
                                        "pacing_time_left": 0.5},
+    # A round awaiting answers holds a result the flow took: within its limits, and of
+    # kinds it declares (S6) and handles.
+    "result-over-entry-limit": lambda d: {**d, "limits": {**d["limits"],
+                                                          "max_input_requests": 1}},
+    "result-over-state-size": lambda d: {**d, "limits": {**d["limits"], "max_state_bytes": 1}},
+    "result-kind-undeclared": lambda d: {**d, "meta": {**d["meta"], CAPS: {"roots": {}}}},
+    "result-kind-unhandled": lambda d: {**d, "handled_kinds": []},
 }
 
 
