@@ -333,7 +333,8 @@ class App:
         Raises:
             LocalProtocolError: ``ctx`` is not the context of a handler of this app that is
                 still running.
-            ValueError: ``progress`` did not increase, or is not a finite number.
+            ValueError: ``progress`` did not increase, or is not a finite number; ``total``
+                is not a finite number or ``None``; ``message`` is not a string or ``None``.
         """
         self._progress.report(ctx, progress, total, message)
 

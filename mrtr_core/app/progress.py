@@ -54,7 +54,8 @@ class ProgressBook:
 
         Raises:
             LocalProtocolError: ``ctx`` belongs to no running handler.
-            ValueError: ``progress`` is not finite or did not increase.
+            ValueError: ``progress`` is not finite or did not increase, ``total`` is not
+                a finite number or ``None``, or ``message`` is not a string or ``None``.
         """
         try:
             sink = self._sinks.get(ctx)
@@ -62,10 +63,15 @@ class ProgressBook:
             sink = None
         if sink is None:
             raise LocalProtocolError("ctx is not the context of a running handler of this app")
-        if isinstance(progress, bool) or not (
-            isinstance(progress, int | float) and math.isfinite(progress)
-        ):
+        if not _finite(progress):
             raise ValueError("progress must be a finite number")
+        # progress.mdx: total is a number, message a string. Checked here, where the handler
+        # reports: NaN or bytes cannot be written at all (RFC 8259 §6), and a transport
+        # would only find out after the handler is done.
+        if total is not None and not _finite(total):
+            raise ValueError(f"total must be a finite number or None, not {total!r}")
+        if message is not None and not isinstance(message, str):
+            raise ValueError(f"message must be a string or None, not {type(message).__name__}")
         if sink.last is not None and progress <= sink.last:
             raise ValueError("progress must increase with every notification")
         sink.last = progress
@@ -77,3 +83,11 @@ class ProgressBook:
         if message is not None:
             params["message"] = message
         sink.notes.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (a ``bool`` is not one)."""
+    if isinstance(value, bool):
+        return False
+    # An int is always finite (math.isfinite would overflow on one beyond a float's range).
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))

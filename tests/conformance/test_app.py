@@ -702,6 +702,36 @@ def test_progress_must_increase(app: App) -> None:
         app.report_progress(step.run.context, 5)
 
 
+@pytest.mark.parametrize(
+    ("total", "message", "named"),
+    [
+        (float("nan"), None, "total"),
+        (float("inf"), None, "total"),
+        (True, None, "total"),
+        ("30", None, "total"),
+        (None, 5, "message"),
+        (None, b"half way", "message"),
+    ],
+)
+def test_progress_refuses_a_total_or_message_it_could_not_send(
+    app: App, total: object, message: object, named: str
+) -> None:
+    # progress.mdx: total is a number and message a string. A notification holding NaN or
+    # bytes cannot be written at all (RFC 8259 §6), so a transport writing it fails after
+    # the handler is done; the handler is told where it reports instead.
+    m = meta(progressToken="tok-1")
+    step = app.receive(request("tools/call", {"name": "echo", "arguments": {"text": "a"},
+                                              "_meta": m}), now=1.0)
+    assert isinstance(step, RunHandler)
+    with pytest.raises(ValueError, match=named):
+        app.report_progress(step.run.context, 1, total, message)  # type: ignore[arg-type]
+    assert step.notifications == ()
+    app.report_progress(step.run.context, 1, 30, "at 1")  # the refused call counted for nothing
+    assert [n["params"] for n in step.notifications] == [
+        {"progressToken": "tok-1", "progress": 1, "total": 30, "message": "at 1"}
+    ]
+
+
 def test_progress_outside_a_running_handler_is_refused(app: App) -> None:
     step = app.receive(request("tools/call", {"name": "echo", "arguments": {"text": "a"}}),
                        now=1.0)
