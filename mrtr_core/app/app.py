@@ -271,10 +271,21 @@ class App:
         ``(ctx, uri, **variables)``; a generator function is refused) and returns
         text, bytes (sent as a base64 blob), a list of contents items, or a whole
         ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
+
+        Raises:
+            ValueError: ``uri`` is not a level-1 template or a URI, or the caching hints
+                are invalid.
+            TypeError: ``name``, ``mime_type`` or ``description`` is not a string or
+                ``None``, or ``single_use`` is not a bool.
         """
         problem = resource_uri_problem(uri) or caching_problem(ttl_ms, cache_scope)
         if problem is not None:
             raise ValueError(problem)
+        # name and mimeType are strings on the wire (resources/list, every read).
+        optional_text(f"resource {uri!r}: name", name)
+        optional_text(f"resource {uri!r}: mime_type", mime_type)
+        optional_text(f"resource {uri!r}: description", description)
+        flag(f"resource {uri!r}: single_use", single_use)
 
         def register(handler: F) -> F:
             check_resource_handler(handler, uri)

@@ -223,6 +223,31 @@ def test_prompt_registration_refuses_bad_values_naming_the_prompt(
     assert app.prompts == ()
 
 
+def _read(ctx: Any, uri: str) -> str:
+    return "text"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"name": 5}, "resource 'file:///a': name must be a string or None, not int"),
+        ({"mime_type": 5}, "resource 'file:///a': mime_type must be a string or None, not int"),
+        ({"description": b"a"},
+         "resource 'file:///a': description must be a string or None, not bytes"),
+        ({"single_use": "no"}, "resource 'file:///a': single_use must be True or False, not str"),
+    ],
+)
+def test_resource_registration_refuses_bad_values_naming_the_resource(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    # name and mimeType are strings on the wire (resources/list and every read), and a
+    # truthy single_use would make every read need a replay guard.
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(TypeError, match=message):
+        app.resource("file:///a", **kwargs)(_read)
+    assert app.capabilities() == {}
+
+
 def test_prompt_registration_keeps_good_arguments() -> None:
     app = App("srv", "1", codec=codec())
     app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"}])(_greet)
