@@ -237,8 +237,10 @@ class App:
         """Register a prompt. The handler is ``(ctx, **arguments)`` with string arguments.
 
         ``arguments`` are ``{"name", "description", "required"}`` mappings (or names, which
-        are required); by default derived from the handler's parameters. The handler returns
-        a string, a list of messages, or a whole ``GetPromptResult`` mapping.
+        are required); by default derived from the handler's parameters. The handler takes
+        them by keyword: one it cannot take, or a parameter without a default that is not a
+        required argument, is refused here with a ``TypeError``. The handler returns a
+        string, a list of messages, or a whole ``GetPromptResult`` mapping.
         """
 
         _refuse_bare_decorator("prompt", name)

@@ -339,7 +339,8 @@ class PromptDef:
         arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None,
         single_use: bool,
     ) -> PromptDef:
-        """Check and build a prompt definition."""
+        """Check and build a prompt definition (raises ``ValueError``/``TypeError``, the
+        latter also for declared arguments the handler cannot be called with)."""
         prompt_name = name or handler.__name__
         if not isinstance(prompt_name, str):
             raise TypeError(f"prompt name must be a string, not {type(prompt_name).__name__}")
@@ -359,6 +360,7 @@ class PromptDef:
         names = [a.name for a in args]
         if len(set(names)) != len(names):
             raise ValueError(f"prompt {prompt_name!r}: argument names must be unique")
+        _check_prompt_call(prompt_name, handler, args)
         return cls(
             name=prompt_name,
             description=(description if description is not None
@@ -387,6 +389,25 @@ class PromptDef:
             return dict(arguments)
         declared = {a.name for a in self.arguments}
         return {k: v for k, v in arguments.items() if k in declared}
+
+
+def _check_prompt_call(
+    prompt: str, handler: Callable[..., Any], arguments: tuple[PromptArgument, ...]
+) -> None:
+    """Refuse a handler that ``prompts/get`` could not call: it is called with the declared
+    arguments a request gives, by keyword (see :meth:`PromptDef.select_arguments`). Binding
+    the required ones alone and all of them covers every request that passes that check."""
+    signature = inspect.signature(handler)
+    required = {a.name: "" for a in arguments if a.required}
+    every = {a.name: "" for a in arguments}
+    for given in (required, every):
+        try:
+            signature.bind(None, **given)
+        except TypeError as exc:
+            raise TypeError(
+                f"prompt {prompt!r}: handler {handler!r} cannot be called with its declared "
+                f"arguments ({', '.join(every) or 'none'}): {exc}"
+            ) from None
 
 
 def _prompt_argument(

@@ -248,9 +248,42 @@ def test_resource_registration_refuses_bad_values_naming_the_resource(
     assert app.capabilities() == {}
 
 
+def _topic(ctx: Any, topic: str) -> str:
+    return topic
+
+
+def _positional(ctx: Any, topic: str, /) -> str:
+    return topic
+
+
+@pytest.mark.parametrize(
+    ("handler", "arguments", "message"),
+    [
+        (_greet, ["topic"], "got an unexpected keyword argument 'topic'"),
+        (_topic, [], "missing a required argument: 'topic'"),
+        (_topic, [{"name": "topic", "required": False}], "missing a required argument: 'topic'"),
+        (_positional, None, "'topic' parameter is positional only"),
+    ],
+)
+def test_prompt_registration_refuses_arguments_its_handler_cannot_take(
+    handler: Any, arguments: Any, message: str
+) -> None:
+    # prompts/get calls handler(ctx, **declared arguments given): a declared argument the
+    # handler cannot take, or a parameter a client may leave out that the handler needs,
+    # would fail every such request with -32603; it is refused where the prompt is declared.
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(TypeError, match=f"prompt 'greet': .*{message}"):
+        app.prompt("greet", arguments=arguments)(handler)
+    assert app.prompts == ()
+
+
 def test_prompt_registration_keeps_good_arguments() -> None:
     app = App("srv", "1", codec=codec())
-    app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"}])(_greet)
+
+    def greet(ctx: Any, who: str, tone: str = "plain") -> str:
+        return f"hi {who}, {tone}"
+
+    app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"}])(greet)
     assert [a.to_wire() for a in app.prompts[0].arguments] == [
         {"name": "who", "required": True},
         {"name": "tone", "description": "how", "required": False},
