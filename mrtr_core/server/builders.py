@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from mrtr_core._checks import positive_int
+from mrtr_core._checks import instance_of, positive_int
 from mrtr_core.wire.models import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -69,7 +69,13 @@ def form(
 
     Either pass a whole ``requestedSchema`` (an object schema) or name the fields as keyword
     arguments; every keyword field is required. Never ask for secrets in form mode (S17).
+
+    Raises:
+        TypeError: ``message`` is not a string (digest §1.5 a: clients refuse any other),
+            both a schema and fields were given, or a field spec is not one of the above.
+        ValueError: ``schema`` is not an object schema with properties.
     """
+    instance_of("message", message, str, "a string")
     if schema is not None and fields:
         raise TypeError("pass either a schema or fields, not both")
     if schema is not None:
@@ -86,7 +92,14 @@ def form(
 
 
 def url(message: str, url: str) -> ElicitUrlRequest:
-    """A URL-mode ``elicitation/create`` (for anything sensitive, S17)."""
+    """A URL-mode ``elicitation/create`` (for anything sensitive, S17).
+
+    Raises:
+        TypeError: ``message`` or ``url`` is not a string (digest §1.5 a: clients refuse
+            any other).
+    """
+    instance_of("message", message, str, "a string")
+    instance_of("url", url, str, "a string")
     return ElicitUrlRequest(message=message, url=url)
 
 

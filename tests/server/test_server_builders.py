@@ -154,3 +154,22 @@ def test_sample_refuses_a_max_tokens_the_client_would_refuse(max_tokens: object)
     # refuse any other, so the builder names it where the handler asks, not a round later.
     with pytest.raises(ValueError, match="max_tokens must be an integer >= 1"):
         sample("Summarise", max_tokens)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (lambda: form(5, ok=bool), "message"),
+        (lambda: form(None, {"type": "object", "properties": {}}), "message"),
+        (lambda: url(b"Connect", "https://example.com/c"), "message"),
+        (lambda: url("Connect", 7), "url"),
+        (lambda: url("Connect", None), "url"),
+    ],
+)
+def test_form_and_url_refuse_a_message_or_url_that_is_not_a_string(
+    build: Any, named: str
+) -> None:
+    # An elicitation's message (and a URL-mode url) is a string (digest §1.5 a): clients
+    # refuse any other, so the builder names it where the handler asks, not a round later.
+    with pytest.raises(TypeError, match=f"{named} must be a string"):
+        build()
