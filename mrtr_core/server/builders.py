@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from mrtr_core._checks import instance_of, positive_int
+from mrtr_core._checks import instance_of, optional_text, positive_int
 from mrtr_core.wire.models import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -123,9 +123,17 @@ def sample(
 
     Raises:
         ValueError: ``max_tokens`` is not an integer of at least 1 (digest §1.5 b: the
-            schema types ``maxTokens`` as an integer, and clients refuse any other).
+            schema types ``maxTokens`` as an integer, and clients refuse any other), or
+            ``include_context`` is not ``"none"``, ``"thisServer"`` or ``"allServers"``.
+        TypeError: ``messages`` is not a string or a list of strings and message mappings,
+            ``stop_sequences`` not a list of strings, ``tools`` not a list of mappings,
+            ``system_prompt`` not a string or ``temperature`` not a number (digest §1.5 b).
+            A mapping or a string is refused where a list is wanted: iterated, it would
+            send its keys or characters instead.
     """
     positive_int("max_tokens", max_tokens)
+    _check_sampling(messages, system_prompt, temperature, stop_sequences, include_context,
+                    tools)
     items = [messages] if isinstance(messages, str) else list(messages)
     wire_messages = [
         {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else dict(m)
@@ -147,6 +155,52 @@ def sample(
     return CreateMessageRequest(
         messages=wire_messages, max_tokens=max_tokens, system_prompt=system_prompt, extra=extra
     )
+
+
+_INCLUDE_CONTEXT = ("none", "thisServer", "allServers")
+
+
+def _a_list(value: Any) -> bool:
+    """Whether ``value`` is a sequence that is neither a string nor bytes (nor a mapping)."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _check_sampling(
+    messages: Any,
+    system_prompt: Any,
+    temperature: Any,
+    stop_sequences: Any,
+    include_context: Any,
+    tools: Any,
+) -> None:
+    """The checks :func:`sample` makes of its arguments' shapes (see its docstring)."""
+    if not isinstance(messages, str):
+        if not _a_list(messages):
+            raise TypeError(
+                f"messages must be a string or a list of messages, not {type(messages).__name__}"
+            )
+        for index, item in enumerate(messages):
+            if not isinstance(item, str | Mapping):
+                raise TypeError(f"messages[{index}] must be a string or a mapping, not "
+                                f"{type(item).__name__}")
+    optional_text("system_prompt", system_prompt)
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float)
+    ):
+        raise TypeError(f"temperature must be a number or None, not {type(temperature).__name__}")
+    if stop_sequences is not None and not (
+        _a_list(stop_sequences) and all(isinstance(s, str) for s in stop_sequences)
+    ):
+        raise TypeError(f"stop_sequences must be a list of strings, not {stop_sequences!r}")
+    if include_context is not None and include_context not in _INCLUDE_CONTEXT:
+        raise ValueError(
+            f"include_context must be 'none', 'thisServer' or 'allServers', not "
+            f"{include_context!r}"
+        )
+    if tools is not None and not (
+        _a_list(tools) and all(isinstance(t, Mapping) for t in tools)
+    ):
+        raise TypeError(f"tools must be a list of tool mappings, not {type(tools).__name__}")
 
 
 def roots() -> ListRootsRequest:

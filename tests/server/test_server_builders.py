@@ -173,3 +173,33 @@ def test_form_and_url_refuse_a_message_or_url_that_is_not_a_string(
     # refuse any other, so the builder names it where the handler asks, not a round later.
     with pytest.raises(TypeError, match=f"{named} must be a string"):
         build()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        # A mapping is iterable: its keys would be sent as user messages "role", "content".
+        ({"messages": {"role": "user", "content": {"type": "text", "text": "Hi"}}},
+         TypeError, "messages must be a string or a list of messages, not dict"),
+        ({"messages": ["Hi", 5]}, TypeError, r"messages\[1\] must be a string or a mapping"),
+        # A string is a sequence too: "\n\n" would stop on "\n" twice.
+        ({"stop_sequences": "\n\n"}, TypeError, "stop_sequences must be a list of strings"),
+        ({"stop_sequences": ["END", 3]}, TypeError, "stop_sequences must be a list of strings"),
+        ({"tools": {"name": "t", "inputSchema": {"type": "object"}}}, TypeError,
+         "tools must be a list of tool mappings, not dict"),
+        ({"system_prompt": 5}, TypeError, "system_prompt must be a string or None, not int"),
+        ({"temperature": "hot"}, TypeError, "temperature must be a number or None, not str"),
+        ({"temperature": True}, TypeError, "temperature must be a number or None, not bool"),
+        ({"include_context": "everything"}, ValueError,
+         "include_context must be 'none', 'thisServer' or 'allServers'"),
+    ],
+)
+def test_sample_refuses_arguments_it_would_send_wrong(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # digest §1.5 b: messages is SamplingMessage[], systemPrompt a string, temperature a
+    # number, stopSequences string[], tools Tool[], includeContext one of three values.
+    # Each is named where the handler asks instead of going out changed or malformed.
+    arguments: dict[str, Any] = {"messages": "Hi", "max_tokens": 50, **kwargs}
+    with pytest.raises(error, match=message):
+        sample(**arguments)
