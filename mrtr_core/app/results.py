@@ -166,22 +166,28 @@ def resource_result(
     else:
         raise _bad(f"a resource returns text, bytes or contents, got {type(value).__name__}")
     contents = out["contents"]
-    if (
-        not isinstance(contents, list)
-        or not contents
-        or not all(
-            isinstance(c, dict) and isinstance(c.get("uri"), str) and ("text" in c or "blob" in c)
-            for c in contents
-        )
-    ):
+    if not isinstance(contents, list) or not contents or not all(map(_contents_item, contents)):
         # sep-2164: a read MUST NOT answer with an empty contents array.
-        raise _bad("contents must be a non-empty list of items with uri and text or blob")
+        raise _bad("contents must be a non-empty list of items with a string uri and a "
+                   "string text or blob (and mimeType, when given)")
     out.setdefault("ttlMs", ttl_ms)
     out.setdefault("cacheScope", cache_scope)
     problem = caching_problem(out["ttlMs"], out["cacheScope"])
     if problem is not None:  # a handler's own hints, checked like the rest of its result
         raise _bad(problem)
     return _json_result(out) if built else out
+
+
+def _contents_item(item: Any) -> bool:
+    """Whether ``item`` is a ``TextResourceContents`` or ``BlobResourceContents``: a string
+    ``uri`` and a ``text`` or ``blob``, each given a string, as is ``mimeType`` (digest
+    §1.3)."""
+    if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
+        return False
+    bodies = [item[key] for key in ("text", "blob") if key in item]
+    if not bodies or not all(isinstance(body, str) for body in bodies):
+        return False
+    return "mimeType" not in item or isinstance(item["mimeType"], str)
 
 
 def _item(uri: str, mime_type: str | None, **body: str) -> JsonObject:

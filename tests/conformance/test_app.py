@@ -646,6 +646,30 @@ def test_a_resource_result_with_bad_cache_hints_is_an_internal_error(
     assert message in error(reply)["message"]
 
 
+@pytest.mark.parametrize("item", [
+    {"uri": "test://built", "text": 5},
+    {"uri": "test://built", "text": None},
+    {"uri": "test://built", "blob": ["AAE="]},
+    {"uri": "test://built", "blob": b"raw"},
+    {"uri": "test://built", "text": "t", "mimeType": 5},
+    {"uri": "test://built", "text": "t", "blob": 5},
+])
+def test_a_resource_contents_item_of_the_wrong_types_is_an_internal_error(
+    item: dict[str, Any],
+) -> None:
+    # ReadResourceResult.contents (digest §1.3): text and blob are strings, and so is
+    # mimeType when given; a client checking the schema refuses anything else.
+    app = App("x", "1", codec=make_codec())
+
+    @app.resource("test://built")
+    def built(ctx: Context, uri: str) -> Any:
+        return [item]
+
+    reply = Driver(app).call("resources/read", {"uri": "test://built"})
+    assert error(reply)["code"] == -32603
+    assert "handler returned an invalid result: contents" in error(reply)["message"]
+
+
 @pytest.mark.parametrize(("ttl_ms", "cache_scope"), [(-1, "private"), (True, "private"),
                                                      (1.0, "private"), (0, "shared")])
 def test_declared_cache_hints_are_checked_when_declared(ttl_ms: Any, cache_scope: Any) -> None:

@@ -340,7 +340,7 @@ def test_ask_all_takes_a_mapping(rt: Runtime) -> None:
         ("prompts/get", [{"role": "user", "content": {"type": "text", "text": {"a"}}}]),
         ("prompts/get", {"messages": ["hi"], "description": float("inf")}),
         ("resources/read", [{"uri": "x://r", "text": "t", "size": float("nan")}]),
-        ("resources/read", {"contents": [{"uri": "x://r", "blob": b"raw"}]}),
+        ("resources/read", {"contents": [{"uri": "x://r", "blob": "AAE=", "_meta": {b"raw"}}]}),
     ],
 )
 def test_a_result_the_handler_built_that_is_not_json_is_an_internal_error(
