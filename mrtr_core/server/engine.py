@@ -429,6 +429,11 @@ class ServerEngine:
     def _explicit(
         self, run: Run, now: float, requests: Mapping[str, InputRequest], user: Any
     ) -> NeedsInput:
+        if type(requests) is not dict and not isinstance(requests, Mapping):
+            raise TypeError(
+                "an explicit input_required takes a mapping of key to question, not "
+                f"{type(requests).__name__}"
+            )
         caps = run.context.capabilities
         needed = [
             r for req in requests.values() if (r := missing_capabilities(caps, req)) is not None
@@ -501,6 +506,8 @@ class Run:
 
         Raises:
             MissingCapabilityError: ``-32021`` (S7).
+            TypeError: The handler returned an :class:`InputRequired` whose ``requests``
+                is not a mapping of key to question.
             JsonRpcError: ``-32602`` when an answer the handler asked for (under a key the
                 state did not record) did not fit its question, whatever the handler did
                 after that; ``-32603`` when a limit stops the round (rounds, input

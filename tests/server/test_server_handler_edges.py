@@ -327,6 +327,16 @@ def test_ask_all_takes_a_mapping(rt: Runtime) -> None:
         rt.call(make_engine(), tool_call("t"), rt.spec(handler))
 
 
+@pytest.mark.parametrize("requests", [None, [("q", form("Q?", ok=bool))]])
+def test_an_explicit_input_required_takes_a_mapping(rt: Runtime, requests: Any) -> None:
+    def handler(ctx: Context) -> Any:
+        return InputRequired(requests)
+
+    with pytest.raises(TypeError, match="an explicit input_required takes a mapping of key "
+                                        f"to question, not {type(requests).__name__}$"):
+        rt.call(make_engine(), tool_call("t"), rt.spec(handler))
+
+
 # --- results the handler built itself --------------------------------------------------------
 
 
