@@ -31,7 +31,13 @@ class ProbeSide(RunState):
         if kind == "tamper":
             params["requestState"] = tamper(state, prng)
         elif kind == "swap":
-            other = self.workload.operation(10_000_000 + flow.index, prng.fork("swap"))
+            # Another flow's request, by an index of the run's own: a workload may know only
+            # the operations of the flows it was asked to run (a list of ``flows`` of them).
+            flows = self.sim.flows
+            index = prng.below(max(flows - 1, 1))
+            if flows > 1 and index >= flow.index:
+                index += 1
+            other = self.workload.operation(index, prng.fork("swap"))
             params = {k: v for k, v in other.params.items()}
             params["_meta"] = (base.get("params") or {}).get("_meta")
             params["requestState"] = state

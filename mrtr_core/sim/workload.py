@@ -150,7 +150,9 @@ class Workload(Protocol):
         ...
 
     def operation(self, index: int, prng: Prng) -> Operation:
-        """The ``index``-th operation (draw only from ``prng``: it is the flow's own)."""
+        """The ``index``-th operation, ``index`` in ``[0, flows)`` (draw only from ``prng``:
+        it is the flow's own; a hostile client's swap probe asks again for another flow's
+        index, with a stream of its own)."""
         ...
 
     def answer(self, operation: Operation, key: str, request: InputRequest) -> InputResponse:
@@ -418,7 +420,8 @@ class AppWorkload:
     Attributes:
         app_factory: ``codec -> App`` (called for every instance, restart and rotation);
             ``(codec, effects) -> App`` with ``pass_effects``.
-        operations: ``(index, prng) -> Operation``: what the ``index``-th client asks.
+        operations: ``(index, prng) -> Operation``: what the ``index``-th client asks
+            (``index`` in ``[0, flows)``).
         answer_fn: ``(operation, key, request) -> InputResponse``; defaults to
             :func:`honest_answer`.
         check_fn: ``(operation, result, answers) -> problem``; defaults to no check beyond

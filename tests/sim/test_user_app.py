@@ -185,6 +185,25 @@ def test_refused_probes_are_counted_once_however_often_their_answers_arrive() ->
     assert 0 < report.counters.probes_refused <= report.counters.probes
 
 
+def test_probes_ask_the_workload_only_for_operations_of_the_run() -> None:
+    # A workload of a fixed list of operations knows only the indexes of the run's flows:
+    # a swap probe takes the request of another of them.
+    cities = [f"city{index}" for index in range(30)]
+    asked: list[int] = []
+
+    def operations(index: int, prng: Prng) -> Operation:
+        asked.append(index)
+        return Operation(op=f"op-{index}", method="tools/call",
+                         params={"name": "plan_trip", "arguments": {"city": cities[index]}})
+
+    workload = AppWorkload(app_factory=_trips(), operations=operations, pass_effects=True)
+    report = Simulation(14, flows=len(cities), faults=Faults(hostile_client=1.0),
+                        workload=workload).run()
+    assert report.ok, report.summary()
+    assert report.counters.probes_refused > 0
+    assert max(asked) < len(cities)
+
+
 def _async_app(codec: StateCodec, effects: Effects) -> App:
     """The same kinds of handler as ``_trips``, each ``async def``, with ``amemo``/``aonce``."""
     app = App("async-trips", "1.0", codec=codec)
