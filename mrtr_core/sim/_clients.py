@@ -255,8 +255,16 @@ class ClientSide(RunState):
         timing = self.timing
         key = command.key
         request = command.request
-        event: ClientEvent = HandlerReturned(key=key, answer=self.workload.answer(
-            flow.operation, key, request))
+        event: ClientEvent
+        what = "answers"
+        try:
+            event = HandlerReturned(key=key, answer=self.workload.answer(
+                flow.operation, key, request))
+        except Exception as exc:
+            # What a client does with an input handler that raises: the flow fails with
+            # HandlerFailedError, and the run goes on to report it with seed and transcript.
+            event = HandlerFailed(key=key, error=exc)
+            what = f"the workload's answer raised {exc!r}"
         # Every decision is drawn whether or not its fault is on (see _start).
         think = prng.uniform(*self._think(request))
         faults = self.faults
@@ -280,7 +288,6 @@ class ClientSide(RunState):
             expire_think = timing.state_ttl + 2 * timing.state_skew + prng.uniform(1.0, 10.0)
         else:
             prng.skip(2)
-        what = "answers"
         if flow.hostile is None and misbehave:
             what = misbehaviour
             if what == "decline":

@@ -423,7 +423,8 @@ class AppWorkload:
         operations: ``(index, prng) -> Operation``: what the ``index``-th client asks
             (``index`` in ``[0, flows)``).
         answer_fn: ``(operation, key, request) -> InputResponse``; defaults to
-            :func:`honest_answer`.
+            :func:`honest_answer`. One that raises fails its flow as a client's input
+            handler that raises does (``HandlerFailedError``).
         check_fn: ``(operation, result, answers) -> problem``; defaults to no check beyond
             the simulator's own invariants.
         name: Shown in summaries.

@@ -163,6 +163,23 @@ def test_a_check_that_raises_is_a_violation_with_seed_and_transcript() -> None:
     assert "(seed 10)" in report.summary() and report.transcript
 
 
+def test_an_answer_that_raises_fails_its_flow_with_seed_and_transcript() -> None:
+    # A client whose input handler raises fails its flow with HandlerFailedError.
+    def answer(operation: Operation, key: str, request: Any) -> Any:
+        if key == "hotel":
+            raise LookupError(f"no hotel for {operation.op}")
+        from mrtr_core.sim import honest_answer
+
+        return honest_answer(operation.op, key, request)
+
+    report = Simulation(15, flows=20, workload=_workload(answer_fn=answer)).run()
+    assert not report.ok
+    assert {v.invariant for v in report.violations} == {inv.LIVENESS}
+    assert "LookupError('no hotel for op-" in report.violations[0].detail
+    assert "(seed 15)" in report.summary() and report.transcript
+    assert "the workload's answer raised LookupError" in report.transcript
+
+
 def test_a_factory_that_returns_no_app_is_refused_by_name() -> None:
     def no_app(codec: StateCodec) -> Any:
         return None
