@@ -141,7 +141,14 @@ class SimRunner:
 
         Raises:
             ValueError: ``flows`` is below one.
+            TypeError: Neither a workload nor ``app_factory`` and ``operations``, or a
+                workload together with any of its parts.
         """
+        parts = (app_factory, operations, answer, check)
+        if workload is not None and (pass_effects or any(p is not None for p in parts)):
+            # The parts would be ignored: a check or answer the test relies on never run.
+            raise TypeError("give a workload or app_factory and operations (with answer, "
+                            "check, pass_effects), not both")
         if workload is None:
             if app_factory is None or operations is None:
                 raise TypeError("give a workload, or app_factory and operations")

@@ -196,3 +196,15 @@ def test_runner_refuses_a_run_of_no_flows() -> None:
     with pytest.raises(ValueError, match="flows must be at least 1, got 0"):
         runner.run(ReferenceWorkload(), flows=0)
     assert runner.reports == []
+
+
+def test_runner_refuses_a_workload_together_with_parts_of_one() -> None:
+    from mrtr_core.sim import ReferenceWorkload
+    from mrtr_core.sim.pytest_plugin import SimRunner
+
+    runner = SimRunner("test_x", None, None, None)
+    for part in ({"check": lambda operation, result, answers: "wrong"},
+                 {"app_factory": lambda codec: None}, {"pass_effects": True}):
+        with pytest.raises(TypeError, match="a workload or app_factory and operations"):
+            runner.run(ReferenceWorkload(), flows=1, **part)  # type: ignore[arg-type]
+    assert runner.reports == []
