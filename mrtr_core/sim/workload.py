@@ -20,11 +20,13 @@ from typing import Any, Protocol
 import attrs
 
 from mrtr_core import jsontext
+from mrtr_core._checks import flag, instance_of
 from mrtr_core.app import App
 from mrtr_core.server import Context, form, sample
 from mrtr_core.sim.prng import Prng
 from mrtr_core.state import StateCodec
 from mrtr_core.wire.models import (
+    CALL_TOOL,
     ELICITATION_CREATE,
     GET_PROMPT,
     READ_RESOURCE,
@@ -74,22 +76,47 @@ _ANSWER_MARK = re.compile(r"(?<![\w-])op-\d+:")
 _TEXT = jsontext.reusable(json.JSONEncoder(ensure_ascii=False, separators=(",", ":")))
 
 
+_METHODS: tuple[str, ...] = (CALL_TOOL, GET_PROMPT, READ_RESOURCE)
+
+
 @attrs.frozen(kw_only=True)
 class Operation:
     """One MRTR operation a simulated client starts.
 
     Attributes:
-        op: The operation's id, e.g. ``"op-17"`` (also its flow's name in transcripts).
+        op: The operation's id, e.g. ``"op-17"`` (also its flow's name in transcripts, so
+            it holds no whitespace).
         method: ``tools/call``, ``prompts/get`` or ``resources/read``.
         params: The params without ``_meta`` (``{"name": ..., "arguments": ...}`` or
             ``{"uri": ...}``).
         single_use: Whether the target is single-use (every state it seals redeems once).
+
+    Raises:
+        ValueError: An id that is empty or holds whitespace, another method, or params
+            that do not name the target (a string ``name``, or ``uri`` to read).
+        TypeError: ``params`` that are not a dict, or a ``single_use`` that is not a bool.
     """
 
     op: str
     method: str
     params: JsonObject
     single_use: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        # A transcript line is split on whitespace to find its operation: an id holding
+        # some would leave a failing run's shortest transcript without its lines.
+        op = self.op
+        if not isinstance(op, str) or op.split() != [op]:
+            raise ValueError(f"op must be a non-empty string without whitespace, got {op!r}")
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be {', '.join(_METHODS[:-1])} or {_METHODS[-1]}, "
+                             f"got {self.method!r}")
+        instance_of("params", self.params, dict, "a dict")
+        member = "uri" if self.method == READ_RESOURCE else "name"
+        if not isinstance(self.params.get(member), str):
+            raise ValueError(f"params of a {self.method} operation must name its target as a "
+                             f"string in {member!r}, got {self.params.get(member)!r}")
+        flag("single_use", self.single_use)
 
     @property
     def target(self) -> str:
@@ -454,8 +481,15 @@ class AppWorkload:
         return app
 
     def operation(self, index: int, prng: Prng) -> Operation:
-        """The user's ``index``-th operation."""
-        return self.operations(index, prng)
+        """The user's ``index``-th operation.
+
+        Raises:
+            TypeError: ``operations`` returned something other than an :class:`Operation`.
+        """
+        operation = self.operations(index, prng)
+        if not isinstance(operation, Operation):
+            raise TypeError(f"operations returned {type(operation).__name__}, not an Operation")
+        return operation
 
     def answer(self, operation: Operation, key: str, request: InputRequest) -> InputResponse:
         """The user's answer, or an honest one."""

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from mrtr_core.sim import Faults, Simulation, Timing
+from mrtr_core.app import App
+from mrtr_core.sim import AppWorkload, Faults, Operation, Simulation, Timing
 from mrtr_core.sim.workload import ReferenceWorkload
 
 NAN = float("nan")
@@ -91,3 +92,37 @@ def test_reference_workload_refuses_a_bad_mix(mix: Any) -> None:
 
 def test_reference_workload_keeps_a_good_mix() -> None:
     assert ReferenceWorkload(mix=[0, 1, 0]).mix == (0, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        # A transcript line is split on whitespace to find its operation: "buy 4" would
+        # leave the shortest transcript empty.
+        ({"op": "buy 4"}, ValueError, "op must be a non-empty string without whitespace"),
+        ({"op": ""}, ValueError, "op must be a non-empty string without whitespace"),
+        ({"op": 4}, ValueError, "op must be a non-empty string without whitespace, got 4"),
+        ({"method": "tools/cal"}, ValueError,
+         "method must be tools/call, prompts/get or resources/read, got 'tools/cal'"),
+        ({"params": {"arguments": {}}}, ValueError,
+         "params of a tools/call operation must name its target as a string"),
+        ({"method": "resources/read"}, ValueError,
+         "params of a resources/read operation must name its target as a string in 'uri'"),
+        ({"params": [("name", "deploy")]}, TypeError, "params must be a dict, not list"),
+        ({"single_use": "yes"}, TypeError, "single_use must be True or False, not str"),
+    ],
+)
+def test_operation_refuses_what_no_flow_can_run(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    args: dict[str, Any] = {"op": "op-1", "method": "tools/call",
+                            "params": {"name": "deploy", "arguments": {}}, **kwargs}
+    with pytest.raises(error, match=message):
+        Operation(**args)
+
+
+def test_operations_that_return_no_operation_are_refused_by_name() -> None:
+    workload = AppWorkload(app_factory=lambda codec: App("x", "1.0", codec=codec),
+                           operations=lambda index, prng: {"op": f"op-{index}"})
+    with pytest.raises(TypeError, match="operations returned dict, not an Operation"):
+        Simulation(1, flows=1, workload=workload).run()
