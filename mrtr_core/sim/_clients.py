@@ -72,6 +72,12 @@ class ClientSide(RunState):
     def _start(self, index: int) -> None:
         prng = self.root.fork(f"flow-{index}")
         operation = self.workload.operation(index, prng)
+        running = self.live_ops.setdefault(operation.op, index)
+        if running != index:
+            # Side effects, answer marks and transcript lines are told apart by id: two
+            # operations under one would look like one whose step ran twice.
+            raise ValueError(f"operations gave flow {index} the id {operation.op!r} of flow "
+                             f"{running}, which still runs: each operation needs its own id")
         client = self.clients[prng.below(len(self.clients))]
         flow = Flow(index, operation, client, prng, self.root.fork(f"net-{index}"))
         self.live[index] = flow
@@ -134,6 +140,8 @@ class ClientSide(RunState):
     def _release(self, flow: Flow) -> None:
         """A flow ended: drop what only a live flow needs (keeps a long run's memory flat)."""
         self.live.pop(flow.index, None)
+        if self.live_ops.get(flow.op) == flow.index:
+            del self.live_ops[flow.op]
         pending = flow.client.pending
         for request_id in flow.ids:
             if pending.get(request_id) is flow:

@@ -52,6 +52,7 @@ class Run(ClientSide, ServerSide, ProbeSide):
         self.issued: dict[str, Issued] = {}
         self.redeemed: set[str] = set()
         self.live: dict[int, Flow] = {}
+        self.live_ops: dict[str, int] = {}
         self.keys_made = 1
         self.rotating = False
         ring = KeyRing({"k1": self.key_prng.bytes(32)}, active="k1")

@@ -254,6 +254,7 @@ class RunState:
     issued: dict[str, Issued]
     redeemed: set[str]
     live: dict[int, Flow]
+    live_ops: dict[str, int]  # the id of every live flow's operation: its flow's index
     keys_made: int
     rotating: bool
     instances: list[Instance]

@@ -84,8 +84,9 @@ class Operation:
     """One MRTR operation a simulated client starts.
 
     Attributes:
-        op: The operation's id, e.g. ``"op-17"`` (also its flow's name in transcripts, so
-            it holds no whitespace).
+        op: The operation's id, e.g. ``"op-17"``: its own (a run refuses an id another
+            running operation holds with a ValueError), and its flow's name in transcripts,
+            so it holds no whitespace.
         method: ``tools/call``, ``prompts/get`` or ``resources/read``.
         params: The params without ``_meta`` (``{"name": ..., "arguments": ...}`` or
             ``{"uri": ...}``).

@@ -180,6 +180,19 @@ def test_an_answer_that_raises_fails_its_flow_with_seed_and_transcript() -> None
     assert "the workload's answer raised LookupError" in report.transcript
 
 
+def test_two_running_operations_with_one_id_are_refused_by_name() -> None:
+    # Their side effects would be counted as one operation's, twice: a single-use
+    # violation of an app that has no bug.
+    def operations(index: int, prng: Prng) -> Operation:
+        return Operation(op="pay", method="tools/call", single_use=True,
+                         params={"name": "pay", "arguments": {"amount": index}})
+
+    workload = AppWorkload(app_factory=_trips(), operations=operations, pass_effects=True)
+    with pytest.raises(ValueError, match="operations gave flow 1 the id 'pay' of flow 0, "
+                                         "which still runs"):
+        Simulation(16, flows=2, workload=workload).run()
+
+
 def test_a_factory_that_returns_no_app_is_refused_by_name() -> None:
     def no_app(codec: StateCodec) -> Any:
         return None
