@@ -85,7 +85,8 @@ class Faults:
         """Read ``"all"``, ``"none"``, ``"drawn:SEED"`` or ``"loss=0.1,crash=0.02"``.
 
         Raises:
-            ValueError: an unknown fault name or a rate outside ``[0, 1]``.
+            ValueError: an unknown fault name, a name given twice or a rate outside
+                ``[0, 1]``.
         """
         text = text.strip()
         if text in ("", "none"):
@@ -104,6 +105,8 @@ class Faults:
             name = name.strip().replace("-", "_")
             if name not in FAULT_NAMES:
                 raise ValueError(f"unknown fault {name!r}; known: {', '.join(FAULT_NAMES)}")
+            if name in rates:
+                raise ValueError(f"{name} is named twice")
             try:
                 rates[name] = float(value) if sep else 1.0
             except ValueError:

@@ -174,6 +174,14 @@ def test_faults_parse_names_the_fault_whose_rate_is_not_a_number() -> None:
         Faults.parse("drawn:x")
 
 
+def test_faults_parse_refuses_a_fault_named_twice() -> None:
+    # Which of the two rates would count is anyone's guess: say so rather than pick one.
+    with pytest.raises(ValueError, match=r"^loss is named twice$"):
+        Faults.parse("loss=0.1, crash=0.02, loss=0.5")
+    with pytest.raises(ValueError, match=r"^hostile_server is named twice$"):
+        Faults.parse("hostile-server, hostile_server=0.1")
+
+
 def test_faults_drawn_from_a_seed_turns_every_fault_on_reproducibly() -> None:
     drawn = Faults.drawn(12)
     assert drawn == Faults.drawn(12)
