@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from mrtr_core._checks import non_negative_seconds
 from mrtr_core.errors import TransportClosedError
+from mrtr_core.testing.memory import through_wire
 from mrtr_sync.clock import Clock, SystemClock
 
 __all__ = ["MemoryTransport", "Transport"]
@@ -34,7 +34,8 @@ class Transport(Protocol):
 class MemoryTransport:
     """Hands each request to ``handler`` (request dict -> response dict) in the same thread.
 
-    Messages pass through JSON text both ways, as on a real wire. ``latency`` (seconds, or a
+    Messages pass through JSON text both ways, as on a real wire
+    (:func:`~mrtr_core.testing.memory.through_wire`). ``latency`` (seconds, or a
     function of the request) is slept on ``clock`` after the handler answered; a latency over
     the caller's ``timeout`` sleeps the timeout and raises ``TimeoutError``. A handler that
     raises ``OSError`` simulates a broken connection; so does any request after :meth:`close`.
@@ -58,14 +59,14 @@ class MemoryTransport:
         """Answer one request (see the class docstring)."""
         if self._closed:
             raise TransportClosedError("the transport was closed")
-        wire = json.loads(json.dumps(message))
+        wire = through_wire(message)
         response = self._handler(wire)
         delay = self._latency(wire) if callable(self._latency) else self._latency
         if timeout is not None and delay > timeout:
             self._clock.sleep(timeout)
             raise TimeoutError(f"no response within {timeout} s")
         self._clock.sleep(delay)
-        return json.loads(json.dumps(response))  # type: ignore[no-any-return]
+        return through_wire(response)
 
     def close(self) -> None:
         """Refuse further requests."""

@@ -8,25 +8,34 @@ from __future__ import annotations
 
 import abc
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mrtr_core import jsonrpc
 from mrtr_core._checks import non_negative_seconds
 from mrtr_core.errors import TransportClosedError
 
-__all__ = ["AsyncMemoryTransport"]
+__all__ = ["AsyncMemoryTransport", "through_wire"]
 
 JsonObject = dict[str, Any]
+
+
+def through_wire(message: JsonObject) -> JsonObject:
+    """``message`` as the peer reads it: encoded and decoded as the real transports do, so
+    what no transport can send (NaN, an infinity, a set) raises
+    :class:`~mrtr_core.errors.LocalProtocolError` here too, instead of arriving.
+    """
+    decoded: JsonObject = jsonrpc.decode(jsonrpc.encode(message))
+    return decoded
 
 
 class AsyncMemoryTransport(abc.ABC):
     """Hands each request to ``handler`` (request dict -> response dict, sync or async).
 
-    Messages pass through JSON text both ways, as on a real wire. ``latency`` (seconds, or a
-    function of the request) is slept with :meth:`_sleep` after the handler answered. A
-    handler that raises ``OSError`` simulates a broken connection; so does any request after
-    :meth:`aclose` (it raises :attr:`_closed_error`).
+    Messages pass through JSON text both ways, as on a real wire (:func:`through_wire`).
+    ``latency`` (seconds, or a function of the request) is slept with :meth:`_sleep` after
+    the handler answered. A handler that raises ``OSError`` simulates a broken connection;
+    so does any request after :meth:`aclose` (it raises :attr:`_closed_error`).
     """
 
     _closed_error: type[Exception] = TransportClosedError
@@ -48,14 +57,14 @@ class AsyncMemoryTransport(abc.ABC):
         """Answer one request (see the class docstring)."""
         if self._closed:
             raise self._closed_error("transport is closed")
-        wire = json.loads(json.dumps(message))
+        wire = through_wire(message)
         response = self._handler(wire)
         if inspect.isawaitable(response):
             response = await response
         delay = self._latency(wire) if callable(self._latency) else self._latency
         if delay > 0:
             await self._sleep(delay)
-        return json.loads(json.dumps(response))  # type: ignore[no-any-return]
+        return through_wire(response)
 
     async def aclose(self) -> None:
         """Refuse further requests."""

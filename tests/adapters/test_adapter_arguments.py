@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 from mrtr_core import App, KeyRing, StateCodec
+from mrtr_core.errors import LocalProtocolError
 
 URL = "http://127.0.0.1:9/mcp"
 
@@ -127,6 +128,37 @@ def test_sync_client_refuses_a_bad_max_workers(max_workers: Any) -> None:
 def test_memory_transport_refuses_a_bad_latency(memory: Any, latency: Any) -> None:
     with pytest.raises(ValueError, match="latency must be a number of seconds >= 0"):
         memory(_answer, latency=latency)
+
+
+def _through(memory: Any, handler: Any, message: dict[str, Any]) -> Any:
+    """What a request through a fresh ``memory(handler)`` transport returns, in its runtime."""
+    transport = memory(handler)
+    if memory is mrtr_sync.MemoryTransport:
+        return transport.request(message)
+    if memory is mrtr_trio.MemoryTransport:
+        return trio.run(transport.request, message)
+    return asyncio.run(transport.request(message))
+
+
+@pytest.mark.parametrize("memory", [mrtr_sync.MemoryTransport, mrtr_trio.MemoryTransport,
+                                    mrtr_asyncio.MemoryTransport])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}])
+def test_memory_transport_refuses_what_no_wire_carries(memory: Any, bad: Any) -> None:
+    # "as on a real wire": NaN reached the handler, where every real transport refuses it.
+    seen: list[Any] = []
+
+    def handler(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        return {"jsonrpc": "2.0", "id": request["id"], "result": {"v": bad}}
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"v": bad}}
+    with pytest.raises(LocalProtocolError, match="not JSON-serialisable"):
+        _through(memory, handler, request)
+    assert seen == []
+    request["params"] = {}
+    with pytest.raises(LocalProtocolError, match="not JSON-serialisable"):
+        _through(memory, handler, request)  # nor does an answer carrying it
+    assert len(seen) == 1
 
 
 def _stdio_sync(**kwargs: Any) -> None:
