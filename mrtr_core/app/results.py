@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from mrtr_core import jsontext
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
@@ -35,11 +35,41 @@ def _bad(what: str) -> JsonRpcError:
     return JsonRpcError(INTERNAL_ERROR, f"handler returned an invalid result: {what}")
 
 
+# ContentBlock (digest §1.3; schema.ts): the string members each of the five block types
+# requires. The union is closed, so a client checking the schema refuses any other type;
+# an embedded resource's contents are checked as a read's are (_contents_item).
+_BLOCK_STRINGS: Final[Mapping[str, tuple[str, ...]]] = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": (),
+}
+
+
+def _check_block(block: Any, where: str) -> None:
+    """Refuse ``block`` (named ``where``) unless it is a ``ContentBlock`` with the members
+    its type requires."""
+    if not isinstance(block, dict):
+        raise _bad(f"{where} must be a content block (an object), not {type(block).__name__}")
+    kind = block.get("type")
+    members = _BLOCK_STRINGS.get(kind) if isinstance(kind, str) else None
+    if members is None:
+        raise _bad(f"{where} has type {kind!r}: a content block is of type text, image, "
+                   "audio, resource_link or resource")
+    for member in members:
+        if not isinstance(block.get(member), str):
+            raise _bad(f"{where} ({kind}) needs a string {member!r}")
+    if kind == "resource" and not _contents_item(block.get("resource")):
+        raise _bad(f"{where} (resource) needs a resource with a string uri and a string "
+                   "text or blob (and mimeType, when given)")
+
+
 def _check_blocks(blocks: Any, what: str) -> list[JsonObject]:
-    if not isinstance(blocks, list) or not all(
-        isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks
-    ):
-        raise _bad(f"{what} must be a list of content blocks (objects with a 'type')")
+    if not isinstance(blocks, list):
+        raise _bad(f"{what} must be a list of content blocks")
+    for index, block in enumerate(blocks):
+        _check_block(block, f"{what}[{index}]")
     return blocks
 
 
@@ -114,7 +144,7 @@ def _messages(items: Any) -> list[JsonObject]:
     if not isinstance(items, list):
         raise _bad("messages must be a list")
     out: list[JsonObject] = []
-    for item in items:
+    for index, item in enumerate(items):
         if isinstance(item, str):
             out.append({"role": "user", "content": text_block(item)})
             continue
@@ -122,9 +152,9 @@ def _messages(items: Any) -> list[JsonObject]:
             not isinstance(item, dict)
             or item.get("role") not in ("user", "assistant")
             or not isinstance(item.get("content"), dict)
-            or not isinstance(item["content"].get("type"), str)
         ):
             raise _bad("each message needs role 'user'|'assistant' and one content block")
+        _check_block(item["content"], f"messages[{index}].content")
         out.append(item)
     return out
 

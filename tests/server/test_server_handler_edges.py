@@ -347,7 +347,8 @@ def test_an_explicit_input_required_takes_a_mapping(rt: Runtime, requests: Any) 
                         "structuredContent": float("nan")}),
         ("tools/call", {"content": [{"type": "text", "text": "x"}], "structuredContent": {1, 2}}),
         ("tools/call", {"content": [{"type": "text", "text": "x", "annotations": b"raw"}]}),
-        ("prompts/get", [{"role": "user", "content": {"type": "text", "text": {"a"}}}]),
+        ("prompts/get", [{"role": "user", "content": {"type": "text", "text": "x",
+                                                      "_meta": {"a"}}}]),
         ("prompts/get", {"messages": ["hi"], "description": float("inf")}),
         ("resources/read", [{"uri": "x://r", "text": "t", "size": float("nan")}]),
         ("resources/read", {"contents": [{"uri": "x://r", "blob": "AAE=", "_meta": {b"raw"}}]}),
@@ -380,6 +381,93 @@ def test_results_the_handler_built_that_are_json_pass_unchanged() -> None:
     result = _result(drive_sync(app, _call("t"), now=T0))
     assert result["structuredContent"] == {"n": 1.5}
     assert result["content"] == built["content"]
+
+
+def _built_app(value: Any, **kwargs: Any) -> App:
+    """An app whose tool ``t``, prompt ``t`` and resource ``x://r`` all return ``value``."""
+    app = App("t", "1", codec=make_codec(), **kwargs)
+    app.tool(name="t")(lambda ctx: value)
+    app.prompt(name="t")(lambda ctx: value)
+    app.resource("x://r")(lambda ctx, uri: value)
+    return app
+
+
+def _invalid(app: App, method: str) -> str:
+    """The message of the -32603 ``method`` gets from ``app`` (which must be one)."""
+    target = {"uri": "x://r"} if method == "resources/read" else {"name": "t"}
+    message = {"jsonrpc": "2.0", "id": 1, "method": method,
+               "params": {**target, "_meta": meta()}}
+    reply = drive_sync(app, message, now=T0)
+    assert reply.message is not None and "error" in reply.message, reply.message
+    assert reply.message["error"]["code"] == INTERNAL_ERROR
+    jsonrpc.encode(reply.message)
+    text: str = reply.message["error"]["message"]
+    return text
+
+
+_BAD_BLOCKS = [
+    ({"type": "text"}, "(text) needs a string 'text'"),
+    ({"type": "text", "text": None}, "(text) needs a string 'text'"),
+    ({"type": "image", "data": "AAE="}, "(image) needs a string 'mimeType'"),
+    ({"type": "image", "data": ["AAE="], "mimeType": "image/png"},
+     "(image) needs a string 'data'"),
+    ({"type": "audio", "mimeType": "audio/wav"}, "(audio) needs a string 'data'"),
+    ({"type": "resource_link", "uri": "x://r"}, "(resource_link) needs a string 'name'"),
+    ({"type": "resource_link", "uri": 5, "name": "r"}, "(resource_link) needs a string 'uri'"),
+    ({"type": "resource"}, "(resource) needs a resource with a string uri"),
+    ({"type": "resource", "resource": {"uri": "x://r"}},
+     "(resource) needs a resource with a string uri"),
+    ({"type": "resource", "resource": {"uri": "x://r", "text": 5}},
+     "(resource) needs a resource with a string uri"),
+    ({"type": "video", "data": "AAE="}, "has type 'video'"),
+    ({"type": ["text"], "text": "x"}, "has type ['text']"),
+    ("hello", "must be a content block (an object), not str"),
+]
+
+
+@pytest.mark.parametrize(("block", "problem"), _BAD_BLOCKS)
+def test_a_tool_content_block_without_its_members_is_an_internal_error(
+    block: Any, problem: str
+) -> None:
+    # ContentBlock (digest §1.3): each of the five block types has string members it
+    # requires, and the union is closed: a client checking the schema refuses the result.
+    app = _built_app({"content": [{"type": "text", "text": "ok"}, block]})
+    assert _invalid(app, "tools/call").startswith(
+        f"handler returned an invalid result: content[1] {problem}")
+
+
+@pytest.mark.parametrize(("block", "problem"), _BAD_BLOCKS)
+def test_a_prompt_message_block_without_its_members_is_an_internal_error(
+    block: Any, problem: str
+) -> None:
+    # PromptMessage.content is one ContentBlock (digest §1.3).
+    app = _built_app(["ok", {"role": "assistant", "content": block}])
+    if not isinstance(block, dict):  # not even an object: the message itself is refused
+        problem = "each message needs role 'user'|'assistant' and one content block"
+        assert _invalid(app, "prompts/get") == f"handler returned an invalid result: {problem}"
+        return
+    assert _invalid(app, "prompts/get").startswith(
+        f"handler returned an invalid result: messages[1].content {problem}")
+
+
+_GOOD_BLOCKS = [
+    {"type": "text", "text": "", "annotations": {"priority": 1}},
+    {"type": "image", "data": "AAE=", "mimeType": "image/png"},
+    {"type": "audio", "data": "AAE=", "mimeType": "audio/wav", "_meta": {"k": 1}},
+    {"type": "resource_link", "uri": "x://r", "name": "r", "mimeType": "text/plain"},
+    {"type": "resource", "resource": {"uri": "x://r", "text": "t"}},
+    {"type": "resource", "resource": {"uri": "x://r", "blob": "AAE=", "mimeType": "a/b"}},
+]
+
+
+def test_every_kind_of_content_block_with_its_members_passes_unchanged() -> None:
+    app = _built_app({"content": _GOOD_BLOCKS})
+    assert _result(drive_sync(app, _call("t"), now=T0))["content"] == _GOOD_BLOCKS
+    messages = [{"role": "user", "content": block} for block in _GOOD_BLOCKS]
+    app = _built_app(messages)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/get",
+               "params": {"name": "t", "_meta": meta()}}
+    assert _result(drive_sync(app, request, now=T0))["messages"] == messages
 
 
 # --- registration --------------------------------------------------------------------------------
