@@ -132,6 +132,8 @@ def prompt_result(value: Any) -> JsonObject:
     if isinstance(value, Mapping) and "messages" in value:
         out = dict(value)
         out["messages"] = _messages(out["messages"])
+        if "description" in out and not isinstance(out["description"], str):
+            raise _bad("description must be a string")  # optional, a string (digest §1.3)
         return _json_result(out)
     if isinstance(value, str):
         return {"messages": _messages([value])}

@@ -349,7 +349,7 @@ def test_an_explicit_input_required_takes_a_mapping(rt: Runtime, requests: Any) 
         ("tools/call", {"content": [{"type": "text", "text": "x", "annotations": b"raw"}]}),
         ("prompts/get", [{"role": "user", "content": {"type": "text", "text": "x",
                                                       "_meta": {"a"}}}]),
-        ("prompts/get", {"messages": ["hi"], "description": float("inf")}),
+        ("prompts/get", {"messages": ["hi"], "_meta": {"n": float("inf")}}),
         ("resources/read", [{"uri": "x://r", "text": "t", "size": float("nan")}]),
         ("resources/read", {"contents": [{"uri": "x://r", "blob": "AAE=", "_meta": {b"raw"}}]}),
     ],
@@ -448,6 +448,24 @@ def test_a_prompt_message_block_without_its_members_is_an_internal_error(
         return
     assert _invalid(app, "prompts/get").startswith(
         f"handler returned an invalid result: messages[1].content {problem}")
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ({"messages": ["hi"], "description": 5}, "description must be a string"),
+    ({"messages": ["hi"], "description": None}, "description must be a string"),
+    ({"messages": ["hi"], "description": ["d"]}, "description must be a string"),
+    ([{"role": "system", "content": {"type": "text", "text": "x"}}],
+     "each message needs role 'user'|'assistant' and one content block"),
+    ([{"role": None, "content": {"type": "text", "text": "x"}}],
+     "each message needs role 'user'|'assistant' and one content block"),
+])
+def test_a_prompt_result_with_a_bad_description_or_role_is_an_internal_error(
+    value: Any, problem: str
+) -> None:
+    # GetPromptResult (digest §1.3): description is an optional string, and a message's
+    # role is "user" or "assistant".
+    assert _invalid(_built_app(value), "prompts/get") == (
+        f"handler returned an invalid result: {problem}")
 
 
 _GOOD_BLOCKS = [
