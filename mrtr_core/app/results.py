@@ -84,9 +84,13 @@ def _to_json_text(value: Any) -> str:
 
 
 def _json_result(out: JsonObject) -> JsonObject:
-    """``out`` when it is JSON as a whole (RFC 8259: no sets, bytes or NaN anywhere), else
-    the ``-32603`` naming the problem: a result the handler built itself passes through
-    unread, and the transport could not write it."""
+    """``out`` when its ``_meta``, if any, is an object and it is JSON as a whole (RFC 8259:
+    no sets, bytes or NaN anywhere), else the ``-32603`` naming the problem: a result the
+    handler built itself passes through unread, and the transport could not write it."""
+    if "_meta" in out and not isinstance(out["_meta"], dict):
+        # Result._meta is an object (digest §1.1): refused whether or not the app adds
+        # serverInfo to it, never sent as it is nor replaced.
+        raise _bad("_meta must be an object")
     try:
         _TO_JSON_TEXT(out)
     except (TypeError, ValueError) as exc:

@@ -468,6 +468,26 @@ def test_a_prompt_result_with_a_bad_description_or_role_is_an_internal_error(
         f"handler returned an invalid result: {problem}")
 
 
+@pytest.mark.parametrize("server_info", [True, False])
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read"])
+@pytest.mark.parametrize("bad", [None, 5, "m", ["k"]])
+def test_a_result_meta_that_is_not_an_object_is_an_internal_error(
+    method: str, server_info: bool, bad: Any
+) -> None:
+    # Result._meta is an object (digest §1.1, §1.7): neither sent as it is (a client
+    # checking the schema refuses it) nor silently replaced by the server's own _meta.
+    body = {"tools/call": {"content": []}, "prompts/get": {"messages": ["hi"]},
+            "resources/read": {"contents": [{"uri": "x://r", "text": "t"}]}}[method]
+    app = _built_app({**body, "_meta": bad}, server_info=server_info)
+    assert _invalid(app, method) == "handler returned an invalid result: _meta must be an object"
+
+
+def test_a_result_meta_object_is_kept_with_the_server_info_added() -> None:
+    app = _built_app({"content": [], "_meta": {"com.example/k": 1}})
+    assert _result(drive_sync(app, _call("t"), now=T0))["_meta"] == {
+        "com.example/k": 1, "io.modelcontextprotocol/serverInfo": {"name": "t", "version": "1"}}
+
+
 _GOOD_BLOCKS = [
     {"type": "text", "text": "", "annotations": {"priority": 1}},
     {"type": "image", "data": "AAE=", "mimeType": "image/png"},
