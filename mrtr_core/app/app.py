@@ -236,6 +236,7 @@ class App:
     ) -> Callable[[F], F]:
         """Register a prompt. The handler is ``(ctx, **arguments)`` with string arguments.
 
+        ``name`` defaults to the function's name; an empty one is refused (``ValueError``).
         ``arguments`` are ``{"name", "description", "required"}`` mappings (or names, which
         are required); by default derived from the handler's parameters. The handler takes
         them by keyword: one it cannot take, or a parameter without a default that is not a
@@ -275,8 +276,8 @@ class App:
         ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
 
         Raises:
-            ValueError: ``uri`` is not a level-1 template or a URI, or the caching hints
-                are invalid.
+            ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty, or
+                the caching hints are invalid.
             TypeError: ``name``, ``mime_type`` or ``description`` is not a string or
                 ``None``, or ``single_use`` is not a bool.
         """
@@ -285,13 +286,15 @@ class App:
             raise ValueError(problem)
         # name and mimeType are strings on the wire (resources/list, every read).
         optional_text(f"resource {uri!r}: name", name)
+        if name == "":  # as for tools and prompts: only None takes the function's name
+            raise ValueError(f"resource {uri!r}: name must not be empty")
         optional_text(f"resource {uri!r}: mime_type", mime_type)
         optional_text(f"resource {uri!r}: description", description)
         flag(f"resource {uri!r}: single_use", single_use)
 
         def register(handler: F) -> F:
             check_resource_handler(handler, uri)
-            label = name or handler.__name__
+            label = name if name is not None else handler.__name__
             doc = description if description is not None else first_paragraph(handler.__doc__)
             if is_template(uri):
                 if uri in self._templates:

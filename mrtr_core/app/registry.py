@@ -341,7 +341,7 @@ class PromptDef:
     ) -> PromptDef:
         """Check and build a prompt definition (raises ``ValueError``/``TypeError``, the
         latter also for declared arguments the handler cannot be called with)."""
-        prompt_name = name or handler.__name__
+        prompt_name = name if name is not None else handler.__name__
         if not isinstance(prompt_name, str):
             raise TypeError(f"prompt name must be a string, not {type(prompt_name).__name__}")
         if not prompt_name:

@@ -842,6 +842,25 @@ def test_tool_names_must_follow_the_naming_rule() -> None:
         app.tool(name="bad name!")(lambda ctx: "")
 
 
+def test_an_empty_name_is_refused_not_replaced_by_the_function_name() -> None:
+    # As for a tool, whose name is 1-128 characters: an empty name is a mistake, and
+    # registering the function's name instead would list a prompt or resource nobody named.
+    app = App("x", "1", codec=make_codec())
+
+    def handler(ctx: Context, uri: str = "") -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="tool name '' must be 1-128 characters"):
+        app.tool(name="")(handler)
+    with pytest.raises(ValueError, match=r"^a prompt needs a name$"):
+        app.prompt(name="")(handler)
+    with pytest.raises(ValueError, match=r"^resource 'test://r': name must not be empty$"):
+        app.resource("test://r", name="")(handler)
+    with pytest.raises(ValueError, match=r"^resource 'test://\{id\}': name must not be empty$"):
+        app.resource("test://{id}", name="")(lambda ctx, uri, id: "")
+    assert app.capabilities() == {}
+
+
 def test_input_schema_must_be_an_object_schema() -> None:
     app = App("x", "1", codec=make_codec())
     with pytest.raises(ValueError, match="type 'object'"):
