@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from mrtr_cli.calls import EXIT_FAILED, EXIT_OK, build_client, connect, explain
 from mrtr_cli.forms import Prompter
 from mrtr_cli.inputs import Inputs
 from mrtr_cli.keys import new_ring_data, write_ring
+from mrtr_cli.main import MAX_TIMEOUT_S
 from mrtr_cli.processes import ServerProcess, serve_argv
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.render import print_result
@@ -55,6 +57,18 @@ def default_app() -> str:
     return "examples/deploy.py:app"
 
 
+def _seconds(text: str) -> float:
+    """``--timeout``: a positive, finite number of seconds that a wait can take."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive number of seconds up to {MAX_TIMEOUT_S:g}")
+    return seconds
+
+
 def add_parser(sub: Any) -> None:
     """Register ``mrtr demo``."""
     p: argparse.ArgumentParser = sub.add_parser(
@@ -68,8 +82,8 @@ def add_parser(sub: Any) -> None:
                    help="server adapter the instances use (default sync)")
     p.add_argument("--app", default=None, metavar="FILE.py:APP",
                    help="the app to serve (default examples/deploy.py)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for the instances to start (default 120; an "
+    p.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                   help="seconds to wait for the instances to start, at most 1e9 (default 120; an "
                         "instance that exits first is reported at once)")
     p.set_defaults(func=cmd_demo)
 
