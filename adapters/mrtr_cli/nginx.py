@@ -80,6 +80,13 @@ class NginxConfig:
             raise ValueError("prefix must be an absolute path")
         if any(c in self.prefix for c in ";{}\"'\n$#") or any(c.isspace() for c in self.prefix):
             raise ValueError("prefix has characters nginx would misread")
+        # nginx refuses a keepalive or worker count below one when it starts, and reads
+        # "proxy_next_upstream_tries 0" as no limit at all.
+        for name, least in (("keepalive", 1), ("next_upstream_tries", 1),
+                            ("worker_processes", 1), ("max_fails", 0)):
+            count = getattr(self, name)
+            if isinstance(count, bool) or not isinstance(count, int) or count < least:
+                raise ValueError(f"{name} must be at least {least}, got {count!r}")
         for value in (self.fail_timeout, self.connect_timeout, self.read_timeout):
             if not _TIME.match(value):
                 raise ValueError(f"{value!r} is not an nginx time (e.g. 5s)")

@@ -48,11 +48,29 @@ def test_config_has_the_documented_directives(tmp_path: Path) -> None:
     ({"prefix": "relative/dir"}, "absolute"),
     ({"prefix": "/tmp/a;b"}, "misread"),
     ({"read_timeout": "forever"}, "nginx time"),
+    ({"keepalive": 0}, "keepalive must be"),
+    ({"keepalive": -1}, "keepalive must be"),
+    ({"next_upstream_tries": 0}, "next_upstream_tries must be"),  # nginx: 0 is no limit
+    ({"worker_processes": 0}, "worker_processes must be"),
+    ({"max_fails": -1}, "max_fails must be"),
 ])
 def test_config_refuses_values_nginx_would_misread(tmp_path: Path, changes: dict[str, object],
                                                    fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         config(tmp_path, **changes)
+
+
+@pytest.mark.parametrize("option", ["--keepalive", "--next-upstream-tries"])
+def test_nginx_conf_command_refuses_a_count_below_one(
+    tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nginx refuses "keepalive 0;" only when it starts, and reads "proxy_next_upstream_tries
+    # 0;" as no limit at all, not as the "most instances one request is tried on" of --help.
+    out = tmp_path / "nginx.conf"
+    assert main(["nginx-conf", "--upstream", "127.0.0.1:9001", "--prefix", str(tmp_path / "p"),
+                 "-o", str(out), option, "0"]) == 2
+    assert "must be at least 1" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_generated_config_passes_nginx_syntax_check(tmp_path: Path) -> None:
