@@ -11,9 +11,10 @@ Keys. ``requestState`` is sealed with the key ring in the environment variable
 ``MRTR_KEYS``: a JSON object ``{"<key id>": "<base64 of at least 32 random bytes>", ...}``;
 the last key seals, every key opens. Rotate in three steps, each rolled out to every instance
 before the next (``deploy/README.md``): add the new key before the old one, then move it last,
-then drop the old one a state lifetime later. Every instance behind a load balancer needs the
-same ring. Without ``MRTR_KEYS`` a fixed DEVELOPMENT key is used: it is public (it is in this
-file), so anyone can forge states for a server that uses it; never deploy with it.
+then drop the old one a state lifetime and twice the clock-skew allowance later (12 minutes with
+the defaults). Every instance behind a load balancer needs the same ring. Without ``MRTR_KEYS``
+a fixed DEVELOPMENT key is used: it is public (it is in this file), so anyone can forge states
+for a server that uses it; never deploy with it.
 """
 
 from __future__ import annotations

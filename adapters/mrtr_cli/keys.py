@@ -7,7 +7,9 @@ Format (JSON), the same as the ``MRTR_KEYS`` environment variable apps read::
 The last key seals new tokens, every key opens them. The long form
 ``{"active": "k1", "keys": {...}}`` names the sealing key explicitly. Rotate in three steps,
 each rolled out to every instance before the next (see ``mrtr_core.state.keys``): add the new
-key (not yet last), make it the sealing one, drop the old one after a full state lifetime.
+key (not yet last), make it the sealing one, drop the old one once a state lifetime and twice
+the codec's clock-skew allowance have passed (a state is accepted until ``skew`` past its
+expiry, on instance clocks that may differ by ``skew``).
 ``mrtr keys new`` writes a fresh ring.
 
 ``mrtr serve --keys FILE`` exports the ring as ``MRTR_KEYS`` (sealing key last) before it

@@ -2,7 +2,9 @@
 
 Rotation without failed flows, in three steps, each rolled out to every instance before
 the next: add the new key (old one still active), make the new key active (old one kept so
-tokens it sealed still open), drop the old key once a full TTL has passed.
+tokens it sealed still open), drop the old key once ``ttl + 2 * skew`` of the codec has passed
+(a token is accepted until ``skew`` past its expiry, on instance clocks that may differ by up to
+``skew``).
 """
 
 from __future__ import annotations
