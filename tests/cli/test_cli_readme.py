@@ -3,11 +3,14 @@
 The demo command is run as written after its install steps (which the existing virtualenv
 already did: tests never recreate it); ``mrtr call`` is run against ``examples/deploy.py``
 served by ``mrtr serve``; the README's Python blocks are executed; the driver block must be
-the code of ``examples/driver_sync.py``, which is run too.
+the code of ``examples/driver_sync.py``, which is run too. Every ``mrtr`` line of the README and
+the deployment guide names only options its command takes, and the operators' key ring and
+nginx lines are run as written.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -183,6 +186,76 @@ def test_readme_synopsis_matches_the_commands_usage(
     for option in re.findall(r"\[(--[a-z-]+) ([^]]+)\]", line.group(2)):
         metavar = option[1].replace(":=JSON", "=VALUE")  # KEY:=JSON is --arg's other form
         assert f"[{option[0]} {metavar}]" in usage, (option, usage)
+
+
+def command_lines(text: str) -> list[str]:
+    """Every ``mrtr`` command line of the ``sh`` blocks of ``text``: continuations (after a
+    backslash, or indented) joined, trailing comments and a leading ``.venv/bin/`` removed,
+    ``$PWD`` read as ``/srv``."""
+    found: list[str] = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        ours = False
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+# .*$", "", line).replace("$PWD", "/srv")
+            if line.startswith(" "):
+                if ours:
+                    found[-1] += line
+                continue
+            line = line.removeprefix(".venv/bin/")
+            ours = line.startswith("mrtr ")
+            if ours:
+                found.append(line)
+    return [" ".join(line.split()) for line in found]
+
+
+DOCUMENTED_LINES = command_lines(README) + command_lines(
+    (ROOT / "deploy" / "README.md").read_text(encoding="utf-8"))
+
+
+def command_parser(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser of the (sub)command ``words`` start with, and the words after it."""
+    from mrtr_cli.main import build_parser
+
+    parser = build_parser()
+    while True:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not actions or not words or words[0] not in actions[0].choices:
+            return parser, words
+        parser, words = actions[0].choices[words[0]], words[1:]
+
+
+@pytest.mark.parametrize("line", DOCUMENTED_LINES)
+def test_every_documented_command_line_names_real_options(line: str) -> None:
+    # Each option a README shows is one the command takes; a line without placeholders
+    # (URL, [--opt X], ...) parses as it is.
+    parser, rest = command_parser(shlex.split(line)[1:])
+    assert parser.prog != "mrtr", line
+    known = {flag for action in parser._actions for flag in action.option_strings}
+    for option in re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", " ".join(rest)):
+        assert option in known, (option, line)
+    if not re.search(r"\.\.\.|\[|\b[A-Z]{3,}\b|\bFILE\.py", line):
+        parser.parse_args(rest)
+
+
+def test_operators_key_ring_and_nginx_lines_run(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # "For operators": the key ring and the nginx config, run as written.
+    from mrtr_cli.main import main
+
+    block = re.search(r"## For operators.*?```sh\n(.*?)```", README, re.S)
+    assert block
+    lines = [line for line in command_lines(block.group(0))
+             if line.startswith(("mrtr keys", "mrtr nginx-conf"))]
+    assert len(lines) == 2
+    monkeypatch.chdir(tmp_path)
+    for line in lines:
+        assert main(shlex.split(line.replace("/srv", str(tmp_path)))[1:]) == 0, line
+    assert (tmp_path / "ring.json").stat().st_mode & 0o777 == 0o600
+    conf = (tmp_path / "nginx.conf").read_text(encoding="utf-8")
+    for port in (8001, 8002, 8003):
+        assert f"server 127.0.0.1:{port} max_fails=1" in conf
+    assert "listen 127.0.0.1:8080;" in conf
+    assert f"pid {tmp_path}/nginx-run/nginx.pid;" in conf
 
 
 def test_readme_names_every_exit_status_of_the_command() -> None:
