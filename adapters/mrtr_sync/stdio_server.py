@@ -28,6 +28,7 @@ from mrtr_core._checks import positive_int
 from mrtr_core.app import App, Reply, RunHandler, run_inline
 from mrtr_core.app.reply import internal_error_reply
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
+from mrtr_core.state import claim_verdict
 from mrtr_core.stdio import (
     CANCELLED,
     InputEnded,
@@ -56,7 +57,7 @@ def run_step(app: App, step: RunHandler, *, clock: Callable[[], float], guard: A
             return app.complete(
                 step, clock(), raised=RuntimeError("a single-use handler needs a replay guard")
             )
-        if not guard.claim(claim[0], claim[1], clock()):
+        if not claim_verdict(guard.claim(claim[0], claim[1], clock())):
             return app.replayed(step)
     try:
         value = step.invoke()

@@ -15,7 +15,7 @@ from typing import Any
 from mrtr_core.app.app import App
 from mrtr_core.app.reply import Reply, RunHandler
 from mrtr_core.errors import LocalProtocolError
-from mrtr_core.state import ReplayGuard
+from mrtr_core.state import ReplayGuard, claim_verdict
 
 __all__ = ["drive_sync", "run_inline"]
 
@@ -58,6 +58,8 @@ def drive_sync(
     Raises:
         LocalProtocolError: A single-use handler's state must be claimed but no guard was
             given.
+        TypeError: The guard's claim answered other than ``True`` or ``False`` (an async
+            guard's coroutine, say): the handler does not run.
     """
     step = app.receive(message, now=now, principal=principal)
     if isinstance(step, Reply):
@@ -74,7 +76,7 @@ def run_step_sync(
         if guard is None:
             raise LocalProtocolError("a single-use handler needs a replay guard")
         token_id, expires_at = claim
-        if not guard.claim(token_id, expires_at, now):
+        if not claim_verdict(guard.claim(token_id, expires_at, now)):
             return app.replayed(step)
     try:
         value = step.invoke()

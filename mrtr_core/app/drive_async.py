@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from mrtr_core.app.app import App
 from mrtr_core.app.reply import Reply, RequestId, RunHandler, internal_error_reply
 from mrtr_core.server import Completed, HandlerSpec, NeedsInput, ServerEngine
+from mrtr_core.state import claim_verdict
 from mrtr_core.wire import MrtrParams
 
 __all__ = [
@@ -54,7 +55,7 @@ async def run_handler(
         claimed = guard.claim(*run.claim, now)
         if inspect.isawaitable(claimed):
             claimed = await claimed
-        if not claimed:
+        if not claim_verdict(claimed):
             raise run.replayed()
     try:
         value = spec.invoke(run.context)
@@ -88,7 +89,7 @@ async def run_step(
         claimed = guard.claim(claim[0], claim[1], clock())
         if inspect.isawaitable(claimed):
             claimed = await claimed
-        if not claimed:
+        if not claim_verdict(claimed):
             return app.replayed(step)
     try:
         value = step.invoke()

@@ -22,7 +22,7 @@ from mrtr_core.state.errors import (
     StateRejectedError,
 )
 from mrtr_core.state.keys import MIN_KEY_BYTES, KeyRing
-from mrtr_core.state.replay import MemoryReplayGuard, ReplayGuard
+from mrtr_core.state.replay import MemoryReplayGuard, ReplayGuard, claim_verdict
 
 __all__ = [
     "DEFAULT_MAX_STATE_BYTES",
@@ -41,6 +41,7 @@ __all__ = [
     "StateMode",
     "StateRejectedError",
     "canonical_json",
+    "claim_verdict",
     "digest_arguments",
     "digest_json",
 ]

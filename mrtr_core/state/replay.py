@@ -10,10 +10,11 @@ the adapters) makes a token usable once across the whole deployment.
 from __future__ import annotations
 
 import heapq
+import inspect
 import math
 from typing import Protocol, runtime_checkable
 
-__all__ = ["MemoryReplayGuard", "ReplayGuard"]
+__all__ = ["MemoryReplayGuard", "ReplayGuard", "claim_verdict"]
 
 
 @runtime_checkable
@@ -25,9 +26,33 @@ class ReplayGuard(Protocol):
 
         Returns:
             ``True`` the first time an id is claimed, ``False`` when it was claimed before
-            and has not expired yet.
+            and has not expired yet. The drivers take nothing else (see
+            :func:`claim_verdict`); an async guard's ``claim`` returns an awaitable of it.
         """
         ...
+
+
+def claim_verdict(answer: object) -> bool:
+    """What a guard's :meth:`ReplayGuard.claim` answered, read strictly: ``True`` or ``False``.
+
+    Anything else is no verdict and is refused rather than read by its truth value: an
+    async guard handed to a sync driver answers with an un-awaited coroutine, and a guard
+    may pass on a raw Redis reply (``"OK"``); both are truthy and, read as won claims,
+    would let every replay of a single-use state through (S12; digest §2.10).
+
+    Raises:
+        TypeError: The answer is neither ``True`` nor ``False`` (a coroutine is closed
+            first: the claim it stands for never ran).
+    """
+    if answer is True or answer is False:
+        return answer
+    if inspect.iscoroutine(answer):
+        answer.close()
+        raise TypeError(
+            "the replay guard's claim returned a coroutine: a sync server needs a sync guard "
+            "(await an async guard's claim in an async server)"
+        )
+    raise TypeError(f"the replay guard's claim answered {type(answer).__name__}, not a bool")
 
 
 class MemoryReplayGuard:

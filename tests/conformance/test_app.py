@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from conformance_helpers import Driver, error, make_codec, meta, request, result
+from mrtr_sync.stdio_server import run_step as sync_run_step
 
 from mrtr_core.app import App, Reply, RunHandler, drive_sync, http_status_for
+from mrtr_core.app.drive import run_inline
+from mrtr_core.app.drive_async import run_step as async_run_step
 from mrtr_core.errors import JsonRpcError, LocalProtocolError
 from mrtr_core.server import Context, form, roots, sample
 from mrtr_core.state import MemoryReplayGuard
@@ -528,15 +532,72 @@ def test_single_use_state_is_refused_the_second_time(driver: Driver) -> None:
     assert again.status == 400
 
 
-def test_single_use_handler_without_a_guard_is_a_driver_error(app: App) -> None:
-    first = drive_sync(app, request("tools/call", {"name": "once_only", "arguments": {}}),
+def _answered_retry(app: App, tool: str) -> dict[str, Any]:
+    """The retry of a first call of ``tool`` (which asks ``ok``), answered, with its state."""
+    first = drive_sync(app, request("tools/call", {"name": tool, "arguments": {}}),
                        now=1_000.0)
     state = first.message["result"]["requestState"]  # type: ignore[index]
-    retry = request("tools/call", {"name": "once_only", "arguments": {}, "requestState": state,
-                                   "inputResponses": {"ok": {"action": "accept",
-                                                             "content": {"ok": True}}}}, rid=2)
+    return request("tools/call", {"name": tool, "arguments": {}, "requestState": state,
+                                  "inputResponses": {"ok": {"action": "accept",
+                                                            "content": {"ok": True}}}}, rid=2)
+
+
+def test_single_use_handler_without_a_guard_is_a_driver_error(app: App) -> None:
+    retry = _answered_retry(app, "once_only")
     with pytest.raises(LocalProtocolError):
         drive_sync(app, retry, now=1_001.0)
+
+
+class _AsyncGuard:
+    """An async replay guard (right for the async servers, wrong for a sync one)."""
+
+    def __init__(self) -> None:
+        self._memory = MemoryReplayGuard()
+
+    async def claim(self, token_id: str, expires_at: float, now: float) -> bool:
+        return self._memory.claim(token_id, expires_at, now)
+
+
+class _OkGuard:
+    """A guard that answers a raw Redis reply instead of True or False."""
+
+    def claim(self, token_id: str, expires_at: float, now: float) -> Any:
+        return "OK"
+
+
+def test_a_guard_answer_that_is_no_verdict_fails_every_app_driver_closed() -> None:
+    """A sync driver given an async guard gets an un-awaited coroutine from its claim, and
+    a guard may answer "OK": both are truthy, and read as won claims they let every replay
+    of a single-use state run the handler again. Each driver raises a TypeError instead
+    (the servers answer -32603) and the handler does not run."""
+    app = App("test-app", "1.2.3", codec=make_codec())
+    runs = []
+
+    @app.tool(single_use=True)
+    def redeem(ctx: Context) -> str:
+        """Single-use state, counted."""
+        runs.append(1)
+        ctx.ask("ok", form("OK?", ok=bool))
+        return "done"
+
+    retry = _answered_retry(app, "redeem")
+
+    def step() -> RunHandler:
+        received = app.receive(retry, now=1_001.0)
+        assert isinstance(received, RunHandler)
+        return received
+
+    drivers: list[Callable[[Any], object]] = [
+        lambda guard: drive_sync(app, retry, now=1_001.0, guard=guard),
+        lambda guard: sync_run_step(app, step(), clock=lambda: 1_001.0, guard=guard),
+    ]
+    for drive in drivers:
+        for guard in (_AsyncGuard(), _OkGuard()):
+            with pytest.raises(TypeError, match=r"coroutine|str"):
+                drive(guard)
+    with pytest.raises(TypeError, match="str"):
+        run_inline(async_run_step(app, step(), clock=lambda: 1_001.0, guard=_OkGuard()))
+    assert runs == [1]
 
 
 def test_prompt_round_trip(driver: Driver) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -271,4 +272,24 @@ def test_a_redis_that_times_out_fails_the_claim_closed_in_every_runtime(rt: Runt
     for _ in range(2):
         with pytest.raises(redis.exceptions.TimeoutError):
             rt.call(engine, second, spec, guard=guard, now=T0 + 1)
+    assert runs["n"] == 1
+
+
+async def _won(token_id: str, expires_at: float, now: float) -> bool:
+    return True
+
+
+def test_a_claim_that_is_no_verdict_fails_closed_in_every_runtime(rt: Runtime) -> None:
+    """A claim answers True or False. An async guard handed to a sync driver answers with
+    an un-awaited coroutine and a guard may answer "OK": both are truthy, and read as a won
+    claim every replay would run the handler again. The driver raises a TypeError instead
+    (the servers answer -32603), and the handler does not run."""
+    spec, runs, engine, second = _single_use_retry(rt)
+    guards: list[Any] = [SimpleNamespace(claim=lambda *claim: "OK")]  # a raw Redis reply
+    if rt.name == "sync":
+        guards.append(SimpleNamespace(claim=_won))  # an async guard
+    for guard in guards:
+        for _ in range(2):
+            with pytest.raises(TypeError, match=r"coroutine|str"):
+                rt.call(engine, second, spec, guard=guard, now=T0 + 1)
     assert runs["n"] == 1
