@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +45,9 @@ __all__ = [
 
 ENV_KEYS: Final = "MRTR_KEYS"
 MAX_RING_BYTES: Final = 64 * 1024
+# The URL-safe alphabet, padding optional. Its decoder (like every non-validating one) drops
+# characters outside the alphabet, which would turn any text into a key.
+_URLSAFE_KEY: Final = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 
 
 class KeyFileError(MrtrError):
@@ -87,6 +91,8 @@ def ring_from_data(data: Any, *, source: str = "key ring") -> KeyRing:
         try:
             keys[str(kid)] = base64.b64decode(encoded.encode("ascii"), validate=True)
         except (binascii.Error, UnicodeEncodeError):
+            if not _URLSAFE_KEY.fullmatch(encoded):
+                raise KeyFileError(f"{source}: key {kid!r} is not base64") from None
             try:
                 keys[str(kid)] = base64.urlsafe_b64decode(
                     encoded.encode("ascii") + b"=" * (-len(encoded) % 4))

@@ -58,6 +58,11 @@ def test_key_ring_file_forms() -> None:
 @pytest.mark.parametrize(("data", "fragment"), [
     ({}, "expected a JSON object"),
     ({"k": "not base64!"}, "not base64"),
+    # Text that is not base64 is not decoded by dropping what is not in the alphabet: a
+    # passphrase would become a "key" of 32 bytes with a passphrase's strength.
+    ({"k": "correct horse battery staple, the production passphrase"}, "not base64"),
+    ({"k": KEY + " (rotated in May)"}, "not base64"),
+    ({"k": KEY.replace("a", "a\n")}, "not base64"),
     ({"k": base64.b64encode(b"short").decode()}, "at least 32"),
     ({"active": 3, "keys": {"k": KEY}}, "'active' must name"),
 ])
