@@ -39,7 +39,7 @@ from typing import Any, Final
 from mrtr_sync.threads import leave_signals_to_main_thread
 from rich.console import Console
 
-from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value
+from mrtr_cli.keys import ENV_KEYS, load_ring, ring_env_value, ring_from_environment
 from mrtr_core.app import App
 from mrtr_core.errors import MrtrError
 
@@ -176,6 +176,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
             return 2
         return _supervise(args, ui)
     app = load_app(args.app)
+    _check_ring(app, ui, "--keys" if args.keys else f"${ENV_KEYS}")
     configure_logging(args.log_level)
     try:
         guard = _guard(args.redis, args.runtime) if args.redis else None
@@ -193,6 +194,22 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
     except servers.ListenError as exc:
         ui.print(f"mrtr serve: {exc}")
         return 1
+
+
+def _check_ring(app: App, ui: Console, source: str) -> None:
+    """Warn when a ring is given (``--keys`` or ``MRTR_KEYS``) but the app seals with another:
+    the ring reaches an app only through ``MRTR_KEYS``, read when its codec is built, so an
+    app that builds it otherwise would refuse every other instance's ``requestState``."""
+    ring = ring_from_environment()
+    if ring is None:
+        return
+    own = app.engine.codec.ring
+    if own.active == ring.active and sorted(own.items()) == sorted(ring.items()):
+        return
+    ui.print(f"mrtr serve: the app does not seal requestState with the ring of {source}: "
+             f"build its codec from ${ENV_KEYS} (mrtr_cli.keys.ring_from_environment, or "
+             "codec_from_env in examples/deploy.py), or instances will refuse each "
+             "other's requestState", style="yellow")
 
 
 def _announce(url: str, runtime: str, app: App) -> None:

@@ -743,3 +743,33 @@ def test_serve_help_names_the_redis_wait() -> None:
     assert redis_option.help is not None
     assert redis_option.help.endswith(
         f"; its clients wait {REDIS_TIMEOUT_S:g} s to connect and for each reply")
+
+
+OWN_CODEC_APP = """
+from mrtr_core.app import App
+from mrtr_core.state import KeyRing, StateCodec
+
+app = App("own", "1", codec=StateCodec(KeyRing({"own": b"o" * 32}, active="own"),
+                                       audience="own", nonce=lambda n: bytes(n)))
+"""
+
+
+def test_serve_warns_when_the_app_does_not_seal_with_the_ring_of_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the check --keys was ignored in silence by an app that builds its codec
+    # otherwise: each instance sealed with its own key and refused the others' states.
+    monkeypatch.delenv("MRTR_KEYS", raising=False)
+    ring = tmp_path / "ring.json"
+    write_ring(ring, new_ring_data())
+    (tmp_path / "own.py").write_text(OWN_CODEC_APP)
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # serving stops after the checks
+        port = str(taken.getsockname()[1])
+        assert main(["serve", f"{tmp_path / 'own.py'}:app", "--port", port,
+                     "--keys", str(ring)]) == 1
+        warned = " ".join(capsys.readouterr().err.split())
+        assert "the app does not seal requestState with the ring of --keys" in warned
+        assert "MRTR_KEYS" in warned
+        assert main(["serve", f"{ROOT / 'examples' / 'deploy.py'}:app", "--port", port,
+                     "--keys", str(ring)]) == 1
+        assert "does not seal" not in capsys.readouterr().err
