@@ -132,7 +132,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--stdio", action="store_true", help="serve one client over stdin/stdout")
     p.add_argument("--keys", metavar="FILE", help="the shared key ring (JSON; see mrtr keys new)")
     p.add_argument("--redis", metavar="URL",
-                   help="Redis URL for the shared replay guard (redis://, unix://); "
+                   help="Redis URL for the shared replay guard single-use handlers need "
+                        "(redis://, unix://); "
                         f"its clients wait {REDIS_TIMEOUT_S:g} s to connect and for each reply")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="INFO", type=str.upper,
                    help="level of mrtr's own log on stderr (default INFO: handler tracebacks, "
@@ -183,6 +184,8 @@ def cmd_serve(args: argparse.Namespace, out: Console, ui: Console) -> int:
     except GuardUnavailableError as exc:
         ui.print(f"mrtr serve: {exc}")
         return 1
+    if guard is None:
+        _check_single_use(app, ui)
     from mrtr_cli import servers
 
     if args.stdio:
@@ -210,6 +213,17 @@ def _check_ring(app: App, ui: Console, source: str) -> None:
              f"build its codec from ${ENV_KEYS} (mrtr_cli.keys.ring_from_environment, or "
              "codec_from_env in examples/deploy.py), or instances will refuse each "
              "other's requestState", style="yellow")
+
+
+def _check_single_use(app: App, ui: Console) -> None:
+    """Warn, before serving without ``--redis``, about every single-use handler: each of
+    its rounds that redeems a ``requestState`` needs a replay guard (digest S12) and fails
+    without one, which the client would otherwise learn only after answering round 1."""
+    names = app.single_use_targets
+    if names:
+        ui.print(f"mrtr serve: no --redis: the single-use {', '.join(names)} cannot redeem a "
+                 "requestState without a replay guard, so every round after its first fails; "
+                 "give --redis URL", style="yellow")
 
 
 def _announce(url: str, runtime: str, app: App) -> None:

@@ -385,6 +385,17 @@ class App:
         """Registered prompts, in registration order."""
         return tuple(self._prompts.values())
 
+    @property
+    def single_use_targets(self) -> tuple[str, ...]:
+        """Every single-use handler, as ``tool NAME``, ``prompt NAME`` or ``resource URI``
+        (a template's URI template): each needs a replay guard (S12)."""
+        return (
+            *(f"tool {d.name}" for d in self._tools.values() if d.single_use),
+            *(f"prompt {d.name}" for d in self._prompts.values() if d.single_use),
+            *(f"resource {d.uri}" for d in self._resources.values() if d.single_use),
+            *(f"resource {d.uri_template}" for d in self._templates.values() if d.single_use),
+        )
+
     def capabilities(self) -> JsonObject:
         """The ``ServerCapabilities`` advertised by ``server/discover``: only what is
         registered (a method behind an unadvertised capability answers -32601)."""

@@ -773,3 +773,31 @@ def test_serve_warns_when_the_app_does_not_seal_with_the_ring_of_keys(
         assert main(["serve", f"{ROOT / 'examples' / 'deploy.py'}:app", "--port", port,
                      "--keys", str(ring)]) == 1
         assert "does not seal" not in capsys.readouterr().err
+
+
+SINGLE_USE_APP = OWN_CODEC_APP + """
+
+@app.tool(single_use=True)
+def redeem(ctx) -> str:
+    return "redeemed"
+
+
+@app.resource("memo://{name}", single_use=True)
+def memo(ctx, uri, name):
+    return name
+"""
+
+
+def test_serve_without_redis_warns_about_single_use_handlers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Without the warning it served in silence, and the client of a single-use tool learned
+    # only after answering round 1 that round 2 cannot run without a replay guard.
+    (tmp_path / "single.py").write_text(SINGLE_USE_APP)
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # serving stops after the checks
+        port = str(taken.getsockname()[1])
+        assert main(["serve", f"{tmp_path / 'single.py'}:app", "--port", port]) == 1
+        warned = " ".join(capsys.readouterr().err.split())
+        assert "no --redis: the single-use tool redeem, resource memo://{name} cannot" in warned
+        assert main(["serve", f"{ROOT / 'examples' / 'deploy.py'}:app", "--port", port]) == 1
+        assert "single-use" not in capsys.readouterr().err
