@@ -27,6 +27,7 @@ from mrtr_cli.terminal import TurnClock, Turns
 from mrtr_core.client.commands import InputNeeded
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     HandlerFailedError,
     JsonRpcError,
     LimitExceededError,
@@ -194,6 +195,28 @@ def _learn_tools(client: Client, *, max_pages: int = 20) -> None:
             return
 
 
+# What gives this client each capability a server may require (-32021, digest S7).
+_CAPABILITY_OPTIONS: Final = {
+    "sampling": "--sampling-reply TEXT or --sampling-command CMD",
+    "roots": "--root PATH",
+    "elicitation": "URL mode is declared without --no-url-mode",
+}
+
+
+def _capability_hint(exc: JsonRpcError) -> str:
+    """For ``-32021``, the options that declare what ``data.requiredCapabilities`` names."""
+    if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY or not isinstance(exc.data, dict):
+        return ""
+    required = exc.data.get("requiredCapabilities")
+    if not isinstance(required, dict):
+        return ""
+    known = [f"{name} ({_CAPABILITY_OPTIONS[name]})" for name in required
+             if name in _CAPABILITY_OPTIONS]
+    if not known:
+        return ""
+    return f"This call needs {', '.join(known)}: add the option and run it again."
+
+
 def explain(exc: BaseException) -> Text:
     """A message for a person: what stopped the flow and what can be done."""
     text = Text("✗ ", style="bold red")
@@ -225,6 +248,9 @@ def explain(exc: BaseException) -> Text:
         text.append(plain(f"The server answered error {exc.code}: {exc.message}"))
         if exc.data is not None:
             text.append(plain(f"\n  data: {json.dumps(exc.data)}", "dim", limit=2000))
+        hint = _capability_hint(exc)
+        if hint:
+            text.append(plain(f"\n{hint}"))
         return text
     if isinstance(exc, UnsupportedInputError):
         text.append(plain(f"The server asked for input {exc.key} ({exc.kind}), which this "

@@ -112,6 +112,15 @@ def test_sampling_not_configured_fails_with_a_clear_message() -> None:
     # Sampling is not declared, so the server refuses up front (-32021, S7).
     assert "-32021" in ui
     assert "requiredCapabilities" in ui
+    # The message names the options that declare the capability, not only its JSON name.
+    assert "This call needs sampling (--sampling-reply TEXT or --sampling-command CMD)" in ui
+
+
+def test_roots_not_configured_names_the_root_option() -> None:
+    status, _, ui = run(tool("where"), Inputs(console=console()))
+    assert status == EXIT_FAILED
+    assert "-32021" in ui
+    assert "This call needs roots (--root PATH): add the option and run it again." in ui
 
 
 def test_roots_from_root_option(tmp_path: Path) -> None:
