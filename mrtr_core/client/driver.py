@@ -126,29 +126,31 @@ class HandlerTable(Generic[H]):
         """The kinds that have a handler."""
         return frozenset(k for k in _KINDS if self.for_kind(k) is not None)
 
-    def capabilities(self, base: ClientCapabilities | None = None) -> ClientCapabilities:
+    def capabilities(
+        self, base: ClientCapabilities | None = None, *, manual: bool = False
+    ) -> ClientCapabilities:
         """``base`` (experimental, extensions, ...) with the handled kinds declared.
 
         A ``sampling`` declared in ``base`` is kept when a sampling handler is registered:
         its ``tools`` and ``context`` say what that handler supports, and tool-enabled
-        sampling needs ``sampling.tools`` (digest S6b, C12).
+        sampling needs ``sampling.tools`` (digest S6b, C12). In ``manual`` mode the caller
+        answers every round, so a kind ``base`` declares stays declared, as given, without
+        a handler too.
         """
         base = base or ClientCapabilities()
-        sampling = None
+        sampling = base.sampling if manual else None
         if self.sampling is not None:
             sampling = base.sampling or SamplingCapability()
-        elicitation = None
+        elicitation = base.elicitation if manual else None
         if self.elicitation is not None and (self.elicitation_form or self.elicitation_url):
             elicitation = ElicitationCapability(
                 form={} if self.elicitation_form else None,
                 url={} if self.elicitation_url else None,
             )
-        return attrs.evolve(
-            base,
-            elicitation=elicitation,
-            sampling=sampling,
-            roots={} if self.roots is not None else None,
-        )
+        roots = base.roots if manual else None
+        if self.roots is not None:
+            roots = {}
+        return attrs.evolve(base, elicitation=elicitation, sampling=sampling, roots=roots)
 
 
 def call_limits(
@@ -266,6 +268,8 @@ class ClientBase(Generic[H]):
             with :class:`~mrtr_core.errors.LocalProtocolError` naming the key.
         capabilities: Extra capabilities (``experimental``, ``extensions``) to declare; its
             ``sampling`` (``tools``, ``context``) is declared when there is a sampling handler.
+            In manual mode each kind it declares (``elicitation``, ``sampling``, ``roots``)
+            is declared as given even without a handler: the caller answers with ``resume``.
         limits: The client's limits; each call may override them.
         random: Floats in ``[0, 1)``, the jitter source for state-only pacing.
         on_event: Called with each round notice (``RoundStarted``, ``InputNeeded``,
@@ -332,18 +336,22 @@ class ClientBase(Generic[H]):
 
     @property
     def capabilities(self) -> ClientCapabilities:
-        """What every request declares, derived from the registered handlers."""
+        """What every request of an automatic call declares, derived from the registered
+        handlers (a manual call also declares the kinds the base capabilities declare)."""
         return self.handlers.capabilities(self._base_capabilities)
 
     def next_id(self) -> int:
         """A new JSON-RPC id (never reused by this client)."""
         return next(self._ids)
 
-    def _call_setup(self, progress_token: str | int | None) -> tuple[RequestMeta, frozenset[str]]:
-        """The ``_meta`` of a call and the kinds it handles, as configured right now.
+    def _call_setup(
+        self, progress_token: str | int | None, manual: bool = False
+    ) -> tuple[RequestMeta, frozenset[str]]:
+        """The ``_meta`` of a call and the kinds it handles, as configured right now: in
+        ``manual`` mode, also each kind the base capabilities declare (the caller answers).
 
         Reused while the configuration (handlers, modes, client info, base capabilities,
-        protocol version, progress token) stays the same.
+        protocol version, progress token, manual mode) stays the same.
         """
         if progress_token is not None and not _is_progress_token(progress_token):
             raise LocalProtocolError(
@@ -355,17 +363,21 @@ class ClientBase(Generic[H]):
             h.elicitation is not None, h.elicitation_form, h.elicitation_url,
             h.sampling is not None, h.roots is not None, self.protocol_version,
             self.client_info, self._base_capabilities, type(progress_token), progress_token,
+            manual,
         )
         setup = self._setup
         if setup is not None and len(setup[0]) == len(key) and all(
             a is b or (type(a) is type(b) and a == b) for a, b in zip(setup[0], key)
         ):
             return setup[1], setup[2]
+        capabilities = h.capabilities(self._base_capabilities, manual=manual)
         meta = RequestMeta(
-            protocol_version=self.protocol_version, client_capabilities=self.capabilities,
+            protocol_version=self.protocol_version, client_capabilities=capabilities,
             client_info=self.client_info, progress_token=progress_token,
         )
         kinds = h.handled_kinds
+        if manual:
+            kinds |= {kind for kind in _KINDS if capabilities.declares(kind)}
         self._setup = (key, meta, kinds)
         return meta, kinds
 
@@ -373,16 +385,16 @@ class ClientBase(Generic[H]):
         self, method: str, params: Mapping[str, Any] | None, **options: Unpack[CallOptions]
     ) -> ClientFlow:
         """The flow of one call, with this client's meta and the call's limits."""
-        meta, kinds = self._call_setup(options.get("progress_token"))
+        auto = options.get("auto")
+        manual = not (self.auto if auto is None else auto)
+        meta, kinds = self._call_setup(options.get("progress_token"), manual)
         limits = call_limits(
             self.limits, limits=options.get("limits"), max_rounds=options.get("max_rounds"),
             timeout=options.get("timeout"),
         )
-        auto = options.get("auto")
         return ClientFlow(
             method, params or {}, meta=meta, handled_kinds=kinds,
-            next_id=self.next_id, limits=limits, random=self._random,
-            manual=not (self.auto if auto is None else auto),
+            next_id=self.next_id, limits=limits, random=self._random, manual=manual,
         )
 
     def input_required(

@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from mrtr_core.client import InvokeHandler, ResponseReceived
+from mrtr_core.client import AwaitAnswers, Fail, InvokeHandler, ResponseReceived
 from mrtr_core.client.driver import ClientBase
-from mrtr_core.errors import LocalProtocolError
-from mrtr_core.wire import ClientCapabilities, Implementation, SamplingCapability, unstructure
+from mrtr_core.errors import LocalProtocolError, UnsupportedInputError
+from mrtr_core.wire import (
+    ClientCapabilities,
+    ElicitationCapability,
+    Implementation,
+    SamplingCapability,
+    unstructure,
+)
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 
@@ -101,3 +107,36 @@ def test_a_declared_kind_without_a_handler_is_not_declared() -> None:
     assert _declared(_driver(declared, elicitation=print))[CAPS] == {
         "elicitation": {"form": {}}
     }
+
+
+FORM_QUESTION = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "ok?",
+               "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}},
+}
+
+
+def _first_round(driver: ClientBase[Any], **options: Any) -> list[Any]:
+    """The commands after a server asks one form question and a roots question."""
+    flow = driver.new_flow("tools/call", {"name": "x"}, **options)
+    first = flow.start(0.0)[-1].request_id  # type: ignore[union-attr]
+    result = {"resultType": "input_required", "requestState": "s",
+              "inputRequests": {"f": FORM_QUESTION, "r": {"method": "roots/list"}}}
+    return flow.handle(
+        ResponseReceived(message={"jsonrpc": "2.0", "id": first, "result": result}), 0.5
+    )
+
+
+def test_a_manual_call_declares_the_kinds_its_capabilities_declare_without_handlers() -> None:
+    # Manual mode: the caller answers every round (resume), so a client that has no
+    # handler at all declares, and takes, what its capabilities say it can answer. They
+    # were dropped, and the server could never ask such a client anything.
+    declared = ClientCapabilities(elicitation=ElicitationCapability(form={}), roots={})
+    driver = _driver(declared)
+    assert _declared(driver, auto=False)[CAPS] == {"elicitation": {"form": {}}, "roots": {}}
+    [waiting] = [c for c in _first_round(driver, auto=False) if isinstance(c, AwaitAnswers)]
+    assert sorted(waiting.result.input_requests) == ["f", "r"]
+    # An automatic call of the same client has no one to answer: nothing is declared.
+    assert _declared(driver)[CAPS] == {}
+    [failed] = [c for c in _first_round(driver) if isinstance(c, Fail)]
+    assert isinstance(failed.error, UnsupportedInputError)
