@@ -280,7 +280,13 @@ class Client(ClientBase[Handler]):
             timeout = None if deadline is None else max(0.0, deadline - self.clock.now())
             try:
                 response = self.transport.request(send.message, timeout=timeout)
-            except TimeoutError:
+            except TimeoutError as exc:
+                # The wait ran out, unless the transport raised its own typed failure
+                # before the deadline (StdinStalledError, a TimeoutError too): a broken
+                # transport, as it is for the trio and asyncio clients.
+                if deadline is None or (isinstance(exc, MrtrError)
+                                        and self.clock.now() < deadline):
+                    raise transport_failed(flow, exc, self.clock.now()) from exc
                 return TimerFired()
             except (OSError, EOFError) as exc:
                 raise transport_failed(flow, exc, self.clock.now()) from exc

@@ -32,6 +32,7 @@ from mrtr_core.errors import (
 )
 from mrtr_core.server import Context, accepted, content, form
 from mrtr_core.state import KeyRing, StateCodec
+from mrtr_core.stdio import StdinStalledError
 from mrtr_core.testing import (
     ScriptedServer,
     Step,
@@ -526,6 +527,24 @@ def test_broken_transport_fails_only_that_call(rt: Runtime) -> None:
     assert error.last_result.request_state == "s1"
     assert fine.unwrap() == DEPLOYED and fine.at == 3.0
     assert rt.call(h, "call_tool", "ping").unwrap() == tool_result("pong")  # still usable
+
+
+@pytest.mark.parametrize("limits", [ClientLimits(), ClientLimits(leg_timeout=30)])
+def test_transport_failure_that_is_a_timeout_error_fails_at_once(
+    rt: Runtime, limits: ClientLimits
+) -> None:
+    # A stdio transport whose earlier line stalled halfway raises StdinStalledError (also a
+    # TimeoutError) at once on every request: the transport is broken, no time ran out.
+    stalled = StdinStalledError("the server stopped reading its stdin halfway through a line")
+
+    def server(message: dict[str, Any]) -> dict[str, Any]:
+        raise stalled
+
+    h = rt.client(server, limits=limits)
+    out = rt.call(h, "call_tool", "deploy_production")
+    error = error_of(out, TransportError)
+    assert error.cause is stalled and error.__cause__ is stalled
+    assert out.at == 0.0
 
 
 def test_closed_client_fails_with_transport_error(rt: Runtime) -> None:
