@@ -114,8 +114,9 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stderr: int | IO[Any] | None = None,
+        max_line_bytes: int = jsonrpc.DEFAULT_MAX_MESSAGE_BYTES,
+        close_timeout: float = 2.0,
         process_group: int | None = None,
-        **kwargs: Any,
     ) -> StdioTransport:
         """Start ``command`` (a list, or a string split like a shell would) as the server.
 
@@ -134,7 +135,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
             cwd=cwd,
             process_group=process_group,
         )
-        return cls(process, **kwargs)
+        return cls(process, max_line_bytes=max_line_bytes, close_timeout=close_timeout)
 
     # -- the Transport protocol -------------------------------------------------------------
 

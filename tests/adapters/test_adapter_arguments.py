@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import subprocess
+import sys
 from typing import Any
 
 import mrtr_asyncio
@@ -208,3 +210,58 @@ def test_sync_serve_stdio_refuses_a_bad_max_workers(max_workers: Any) -> None:
     # max_workers=0 would start no worker: every request would wait forever.
     with pytest.raises(ValueError, match="max_workers must be an integer >= 1"):
         _stdio_sync(max_workers=max_workers)
+
+
+class _Started(Exception):
+    """What the stand-in for ``subprocess.Popen`` raises: a server process was started."""
+
+
+def _open_stdio_sync(argv: list[str], **kwargs: Any) -> None:
+    mrtr_sync.StdioTransport.spawn(argv, **kwargs).close()
+
+
+def _open_stdio_trio(argv: list[str], **kwargs: Any) -> None:
+    async def open_it() -> None:
+        async with mrtr_trio.open_stdio_transport(argv, **kwargs):
+            pass
+
+    trio.run(open_it)
+
+
+def _open_stdio_asyncio(argv: list[str], **kwargs: Any) -> None:
+    async def open_it() -> None:
+        async with mrtr_asyncio.open_stdio_transport(argv, **kwargs):
+            pass
+
+    asyncio.run(open_it())
+
+
+STDIO_OPENERS = [_open_stdio_sync, _open_stdio_trio, _open_stdio_asyncio]
+
+
+@pytest.fixture
+def no_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every runtime starts its server through ``subprocess.Popen``: here that raises
+    :class:`_Started` instead, so a test sees whether a process would have been started."""
+
+    def started(*args: Any, **kwargs: Any) -> None:
+        raise _Started
+
+    monkeypatch.setattr(subprocess, "Popen", started)
+
+
+@pytest.mark.parametrize("open_stdio", STDIO_OPENERS)
+def test_stdio_transport_starts_its_server_with_good_arguments(
+    no_process: None, open_stdio: Any
+) -> None:
+    with pytest.raises(_Started):
+        open_stdio([sys.executable, "-c", "pass"], max_line_bytes=1024, close_timeout=0)
+
+
+@pytest.mark.parametrize("open_stdio", STDIO_OPENERS)
+def test_stdio_transport_refuses_an_unknown_keyword_before_starting_a_server(
+    no_process: None, open_stdio: Any
+) -> None:
+    # A misspelt keyword used to start the server, then fail, leaving the process running.
+    with pytest.raises(TypeError, match="close_timeot"):
+        open_stdio([sys.executable, "-c", "pass"], close_timeot=1.0)
