@@ -6,12 +6,14 @@ instead of as a hang, a crash deep inside, or a limit silently never enforced.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
 
 __all__ = [
     "client_options",
+    "finite_seconds",
     "flag",
     "http_server_options",
     "instance_of",
@@ -43,6 +45,14 @@ def non_negative_seconds(name: str, value: Any) -> None:
     # ``not value >= 0`` also refuses nan.
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+
+
+def finite_seconds(name: str, value: Any) -> None:
+    """Refuse ``value`` unless it is a finite number of seconds of at least 0 (not ``nan``,
+    not an infinity, not a ``bool``): a wait bounded by it always ends."""
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not (value >= 0 and math.isfinite(value))):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
 
 
 def instance_of(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:

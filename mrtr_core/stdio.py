@@ -20,6 +20,7 @@ from typing import Any, Final, Generic, Protocol, TypeAlias, TypeVar
 import attrs
 
 from mrtr_core import jsonrpc
+from mrtr_core._checks import finite_seconds, positive_int
 from mrtr_core.errors import (
     LocalProtocolError,
     MrtrError,
@@ -381,7 +382,8 @@ class StdioTransportBase(abc.ABC, Generic[P, W]):
             the longest a ``notifications/cancelled`` waits for stdin to take it.
 
     Raises:
-        ValueError: The process has no ``stdin`` or no ``stdout`` pipe.
+        ValueError: The process has no ``stdin`` or no ``stdout`` pipe, or an option is
+            refused (see :meth:`check_options`).
     """
 
     def __init__(
@@ -391,6 +393,7 @@ class StdioTransportBase(abc.ABC, Generic[P, W]):
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         close_timeout: float = 2.0,
     ) -> None:
+        self.check_options(max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         if process.stdin is None or process.stdout is None:
             raise ValueError("the process needs stdin and stdout pipes")
         self.process = process
@@ -402,6 +405,18 @@ class StdioTransportBase(abc.ABC, Generic[P, W]):
         """The requests in flight, by id: what each one's caller waits on."""
         self._failure: MrtrError | None = None
         """Why the transport is unusable (every later request raises a copy), if it is."""
+
+    @staticmethod
+    def check_options(*, max_line_bytes: object, close_timeout: object) -> None:
+        """Refuse options no transport can work with, before a server is started for it.
+
+        Raises:
+            ValueError: ``max_line_bytes`` is not an integer >= 1 (every line would be too
+                long), or ``close_timeout`` is not a finite number of seconds >= 0 (closing
+                would fail halfway, or never end, leaving the server running).
+        """
+        positive_int("max_line_bytes", max_line_bytes)
+        finite_seconds("close_timeout", close_timeout)
 
     @abc.abstractmethod
     def _fail(self, error: MrtrError) -> None:

@@ -127,6 +127,7 @@ class StdioTransport(StdioTransportBase[asyncio.subprocess.Process, asyncio.Futu
         out of reach of the terminal's Ctrl-C, which then reaches this process alone and
         :meth:`aclose` ends the server.
         """
+        cls.check_options(max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         loop = asyncio.get_running_loop()
         # What asyncio.create_subprocess_exec does, with streams that see the process exit.

@@ -125,6 +125,7 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         ``0`` puts the server in a group of its own, out of reach of the terminal's Ctrl-C,
         which then reaches this process alone and :meth:`close` ends the server.
         """
+        cls.check_options(max_line_bytes=max_line_bytes, close_timeout=close_timeout)
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         process = subprocess.Popen(
             argv,

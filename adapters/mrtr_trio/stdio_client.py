@@ -306,6 +306,7 @@ async def open_stdio_transport(
     reach of the terminal's Ctrl-C, which then reaches this process alone and the exit of
     this context ends the server.
     """
+    StdioTransport.check_options(max_line_bytes=max_line_bytes, close_timeout=close_timeout)
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     process = await trio.lowlevel.open_process(
         argv,

@@ -265,3 +265,31 @@ def test_stdio_transport_refuses_an_unknown_keyword_before_starting_a_server(
     # A misspelt keyword used to start the server, then fail, leaving the process running.
     with pytest.raises(TypeError, match="close_timeot"):
         open_stdio([sys.executable, "-c", "pass"], close_timeot=1.0)
+
+
+@pytest.mark.parametrize("open_stdio", STDIO_OPENERS)
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"max_line_bytes": 0}, "max_line_bytes must be an integer >= 1"),
+    ({"max_line_bytes": 1.5}, "max_line_bytes must be an integer >= 1"),
+    ({"close_timeout": -1.0}, "close_timeout must be a finite number of seconds >= 0"),
+    ({"close_timeout": float("nan")}, "close_timeout must be a finite number of seconds >= 0"),
+    ({"close_timeout": float("inf")}, "close_timeout must be a finite number of seconds >= 0"),
+    ({"close_timeout": "2"}, "close_timeout must be a finite number of seconds >= 0"),
+])
+def test_stdio_transport_refuses_a_bad_option_before_starting_a_server(
+    no_process: None, open_stdio: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    # A close_timeout of -1 or nan failed the trio transport's close halfway (nan the sync
+    # one's too, inf with an OverflowError), leaving the server running; max_line_bytes=0
+    # failed every answer as too long.
+    with pytest.raises(ValueError, match=message):
+        open_stdio([sys.executable, "-c", "pass"], **kwargs)
+
+
+@pytest.mark.parametrize("transport", [mrtr_sync.StdioTransport, mrtr_trio.StdioTransport,
+                                       mrtr_asyncio.StdioTransport])
+def test_stdio_transport_refuses_a_bad_option_for_a_process_started_elsewhere(
+    transport: Any
+) -> None:
+    with pytest.raises(ValueError, match="close_timeout must be a finite number"):
+        transport(object(), close_timeout=-1.0)
