@@ -192,6 +192,10 @@ class CallOptions(TypedDict, total=False):
     progress_token: str | int | None
 
 
+_CALL_OPTIONS = frozenset(CallOptions.__annotations__)
+"""The names of the per-call options (any other is refused)."""
+
+
 class InputRequired(Exception):
     """Manual mode: the server needs input the caller will provide.
 
@@ -384,7 +388,22 @@ class ClientBase(Generic[H]):
     def new_flow(
         self, method: str, params: Mapping[str, Any] | None, **options: Unpack[CallOptions]
     ) -> ClientFlow:
-        """The flow of one call, with this client's meta and the call's limits."""
+        """The flow of one call, with this client's meta and the call's limits.
+
+        Raises:
+            TypeError: An option that is not one of :class:`CallOptions` (a misspelt
+                ``timeout`` would leave the call without its budget), or ``limits`` that is
+                not a :class:`ClientLimits` or ``None``.
+        """
+        if options:
+            unknown = options.keys() - _CALL_OPTIONS
+            if unknown:
+                raise TypeError(
+                    f"unexpected call option {', '.join(map(repr, sorted(unknown)))} (the "
+                    f"options are {', '.join(CallOptions.__annotations__)})"
+                )
+            instance_of("limits", options.get("limits"), (ClientLimits, type(None)),
+                        "a ClientLimits or None")
         auto = options.get("auto")
         manual = not (self.auto if auto is None else auto)
         meta, kinds = self._call_setup(options.get("progress_token"), manual)

@@ -293,6 +293,21 @@ def test_pacing_jitter_comes_from_the_seeded_source(rt: Runtime) -> None:
     assert starts == pytest.approx(expected, abs=1e-9)
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"timout": 5}, "unexpected call option 'timout'"),
+    ({"limits": {"max_rounds": 3}}, "limits must be a ClientLimits or None, not dict"),
+])
+def test_call_refuses_an_unknown_option_or_limits_of_another_type(
+    rt: Runtime, options: dict[str, Any], message: str
+) -> None:
+    # A misspelt option was ignored: the call ran without the budget it was meant to have.
+    server = ScriptedServer([DEPLOYED])
+    h = rt.client(server)
+    error = error_of(rt.call(h, "call_tool", "deploy_production", **options), TypeError)
+    assert message in str(error)
+    assert server.requests == []
+
+
 # --- what the client cannot do ---------------------------------------------------------------
 
 
