@@ -56,7 +56,7 @@ class AsyncMemoryTransport(abc.ABC):
     async def request(self, message: JsonObject) -> JsonObject:
         """Answer one request (see the class docstring)."""
         if self._closed:
-            raise self._closed_error("transport is closed")
+            raise self._closed_error("the transport was closed")
         wire = through_wire(message)
         response = self._handler(wire)
         if inspect.isawaitable(response):

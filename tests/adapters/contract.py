@@ -27,6 +27,7 @@ from mrtr_core.errors import (
     LocalProtocolError,
     RemoteProtocolError,
     RoundLimitError,
+    TransportClosedError,
     TransportError,
     UnsupportedInputError,
 )
@@ -568,6 +569,8 @@ def test_closed_client_fails_with_transport_error(rt: Runtime) -> None:
     rt.close(h).unwrap()
     error = error_of(rt.call(h, "call_tool", "deploy_production"), TransportError)
     assert error.last_result is None and server.requests == []
+    assert isinstance(error.cause, TransportClosedError)
+    assert str(error.cause) == "the transport was closed"  # as the stdio transports say
 
 
 # --- against the real server engine ----------------------------------------------------------
