@@ -239,24 +239,69 @@ class InputRequired(Exception):
         return self.result.input_requests or {}
 
 
+def _target(what: str, value: object) -> None:
+    """Refuse a tool or prompt name or a resource URI that is not a non-empty string (the
+    server could only answer -32602 for it)."""
+    instance_of(what, value, str, "a string")
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+
+
+def _arguments(arguments: object, *, strings: bool) -> JsonObject:
+    """A copy of call ``arguments``: a mapping with string keys (and, for a prompt, string
+    values: digest §1.3, ``GetPromptRequest.params.arguments``).
+
+    Raises:
+        TypeError: naming what is not so.
+    """
+    instance_of("arguments", arguments, Mapping, "a mapping or None")
+    assert isinstance(arguments, Mapping)
+    out: JsonObject = {}
+    for key, value in arguments.items():
+        if type(key) is not str:
+            raise TypeError(f"arguments: a name must be a string, not {type(key).__name__}")
+        if strings and type(value) is not str:
+            raise TypeError(f"arguments[{key!r}]: a prompt argument is a string, not "
+                            f"{type(value).__name__}")
+        out[key] = value
+    return out
+
+
 def tool_params(name: str, arguments: Mapping[str, Any] | None) -> tuple[str, JsonObject]:
-    """Method and params of ``tools/call``."""
+    """Method and params of ``tools/call``.
+
+    Raises:
+        TypeError, ValueError: ``name`` is not a non-empty string, or ``arguments`` is not a
+            mapping with string names (or ``None``).
+    """
+    _target("name", name)
     params: JsonObject = {"name": name}
     if arguments is not None:
-        params["arguments"] = dict(arguments)
+        params["arguments"] = _arguments(arguments, strings=False)
     return CALL_TOOL, params
 
 
 def prompt_params(name: str, arguments: Mapping[str, str] | None) -> tuple[str, JsonObject]:
-    """Method and params of ``prompts/get``."""
+    """Method and params of ``prompts/get``.
+
+    Raises:
+        TypeError, ValueError: ``name`` is not a non-empty string, or ``arguments`` is not a
+            mapping of strings to strings (or ``None``).
+    """
+    _target("name", name)
     params: JsonObject = {"name": name}
     if arguments is not None:
-        params["arguments"] = dict(arguments)
+        params["arguments"] = _arguments(arguments, strings=True)
     return GET_PROMPT, params
 
 
 def resource_params(uri: str) -> tuple[str, JsonObject]:
-    """Method and params of ``resources/read``."""
+    """Method and params of ``resources/read``.
+
+    Raises:
+        TypeError, ValueError: ``uri`` is not a non-empty string.
+    """
+    _target("uri", uri)
     return READ_RESOURCE, {"uri": uri}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mrtr_core.client import AwaitAnswers, Fail, InvokeHandler, ResponseReceived
-from mrtr_core.client.driver import ClientBase
+from mrtr_core.client.driver import ClientBase, prompt_params, resource_params, tool_params
 from mrtr_core.errors import LocalProtocolError, UnsupportedInputError
 from mrtr_core.wire import (
     ClientCapabilities,
@@ -140,3 +140,33 @@ def test_a_manual_call_declares_the_kinds_its_capabilities_declare_without_handl
     assert _declared(driver)[CAPS] == {}
     [failed] = [c for c in _first_round(driver) if isinstance(c, Fail)]
     assert isinstance(failed.error, UnsupportedInputError)
+
+
+@pytest.mark.parametrize(("build", "error", "message"), [
+    (lambda: tool_params(5, None), TypeError, "name must be a string, not int"),  # type: ignore[arg-type]
+    (lambda: tool_params("", None), ValueError, "name must not be empty"),
+    (lambda: tool_params("t", [1]), TypeError, "arguments must be a mapping or None, not list"),  # type: ignore[arg-type]
+    (lambda: tool_params("t", {1: "x"}), TypeError, "arguments: a name must be a string"),  # type: ignore[dict-item]
+    (lambda: prompt_params("p", {"n": 3}), TypeError,  # type: ignore[dict-item]
+     "arguments\\['n'\\]: a prompt argument is a string, not int"),
+    (lambda: prompt_params(None, None), TypeError, "name must be a string"),  # type: ignore[arg-type]
+    (lambda: resource_params(b"file:///a"), TypeError, "uri must be a string, not bytes"),  # type: ignore[arg-type]
+    (lambda: resource_params(""), ValueError, "uri must not be empty"),
+])
+def test_call_targets_and_arguments_of_the_wrong_shape_are_refused_before_sending(
+    build: Any, error: type[Exception], message: str
+) -> None:
+    # call_tool(5) sent a name no server can find; call_tool("t", [1]) failed inside dict();
+    # a prompt argument that is not a string (digest §1.3) was sent for the server to refuse.
+    with pytest.raises(error, match=message):
+        build()
+
+
+def test_call_arguments_are_copied_as_given() -> None:
+    arguments = {"a": [1], "b": None}
+    method, params = tool_params("t", arguments)
+    assert (method, params) == ("tools/call", {"name": "t", "arguments": {"a": [1], "b": None}})
+    assert params["arguments"] is not arguments
+    assert prompt_params("p", {"who": "Ada"}) == (
+        "prompts/get", {"name": "p", "arguments": {"who": "Ada"}})
+    assert resource_params("file:///a") == ("resources/read", {"uri": "file:///a"})
