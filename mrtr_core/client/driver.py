@@ -20,7 +20,7 @@ from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import attrs
 
-from mrtr_core._checks import instance_of
+from mrtr_core._checks import flag, instance_of
 from mrtr_core.client.commands import (
     AwaitAnswers,
     ClientCommand,
@@ -348,6 +348,7 @@ class ClientBase(Generic[H]):
                     "a ClientCapabilities or None")
         instance_of("limits", limits, (ClientLimits, type(None)), "a ClientLimits or None")
         instance_of("protocol_version", protocol_version, str, "a string")
+        flag("auto", auto)
         if not protocol_version:
             raise ValueError("protocol_version must not be empty")
         self.client_info = client_info
@@ -437,8 +438,9 @@ class ClientBase(Generic[H]):
 
         Raises:
             TypeError: An option that is not one of :class:`CallOptions` (a misspelt
-                ``timeout`` would leave the call without its budget), or ``limits`` that is
-                not a :class:`ClientLimits` or ``None``.
+                ``timeout`` would leave the call without its budget), ``limits`` that is
+                not a :class:`ClientLimits` or ``None``, or ``auto`` that is not a bool or
+                ``None`` (``"no"`` would be read as true).
         """
         if options:
             unknown = options.keys() - _CALL_OPTIONS
@@ -449,6 +451,7 @@ class ClientBase(Generic[H]):
                 )
             instance_of("limits", options.get("limits"), (ClientLimits, type(None)),
                         "a ClientLimits or None")
+            instance_of("auto", options.get("auto"), (bool, type(None)), "True, False or None")
         auto = options.get("auto")
         manual = not (self.auto if auto is None else auto)
         meta, kinds = self._call_setup(options.get("progress_token"), manual)

@@ -297,6 +297,7 @@ def test_pacing_jitter_comes_from_the_seeded_source(rt: Runtime) -> None:
 @pytest.mark.parametrize(("options", "message"), [
     ({"timout": 5}, "unexpected call option 'timout'"),
     ({"limits": {"max_rounds": 3}}, "limits must be a ClientLimits or None, not dict"),
+    ({"auto": "no"}, "auto must be True, False or None, not str"),  # "no" read as true
 ])
 def test_call_refuses_an_unknown_option_or_limits_of_another_type(
     rt: Runtime, options: dict[str, Any], message: str

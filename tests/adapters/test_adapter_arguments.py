@@ -97,6 +97,7 @@ BAD_CLIENT_ARGUMENTS = [
     ({"capabilities": {"roots": {}}}, TypeError,
      "capabilities must be a ClientCapabilities or None, not dict"),
     ({"protocol_version": 20260728}, TypeError, "protocol_version must be a string, not int"),
+    ({"auto": "no"}, TypeError, "auto must be True or False, not str"),
     ({"protocol_version": ""}, ValueError, "protocol_version must not be empty"),
 ]
 
