@@ -300,6 +300,20 @@ def test_client_block_runs_against_a_served_app(served: str, block: str,
     assert "Deployed 1.4.2 to production under change ticket CHG-1234." in out
 
 
+def test_manual_mode_block_runs_against_a_served_app(
+    served: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No handler at all: the form capability comes from capabilities, the answers from
+    # resume on the saved data.
+    code = block_after("readme-python: manual")
+    assert "http://127.0.0.1:8000/mcp" in code
+    exec(compile(code.replace("http://127.0.0.1:8000/mcp", served), "README.md:manual",
+                 "exec"), {})
+    out = capsys.readouterr().out
+    assert "asked: change_ticket, confirm_deploy" in out
+    assert "Deployed 1.4.2 to production under change ticket CHG-1234." in out
+
+
 def test_asyncio_client_is_the_trio_block_with_asyncio_names(
     served: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
