@@ -134,7 +134,12 @@ class HttpTransport(HttpTransportBase[_Connection, ssl.SSLContext]):
         return event.message
 
     def notify(self, message: Mapping[str, Any], *, timeout: float | None = None) -> None:
-        """Send one notification (the server answers 202)."""
+        """Send one notification (the server answers 202).
+
+        Raises:
+            mrtr_core.http.HttpStatusError: The server refused it (any status but 2xx),
+                with or without a JSON-RPC error in the body.
+        """
         self._exchange(message, timeout)
 
     def close(self) -> None:

@@ -169,7 +169,7 @@ class HttpClientConfig:
 
 class HttpStatusError(RemoteProtocolError):
     """The server answered with a status other than 2xx (an error, or a redirect, which is
-    not followed) and no JSON-RPC response.
+    not followed) and no JSON-RPC response, or refused a notification (whatever the body).
 
     Attributes:
         status: The HTTP status code.
@@ -391,7 +391,8 @@ class HttpClientConnection:
             :data:`~mrtr_core.jsonrpc.NEED_DATA`.
 
         Raises:
-            HttpStatusError: An HTTP error status without a JSON-RPC response body.
+            HttpStatusError: An HTTP error status without a JSON-RPC response body, or any
+                status but 2xx answering a notification.
             ServerDisconnectedError: The connection ended before the response.
             RemoteProtocolError: Anything else the server got wrong (bad JSON, a response for
                 another id, a limit exceeded, a malformed HTTP response).
@@ -561,10 +562,14 @@ class HttpClientConnection:
                 # An error status whose stream never answered: the status is all there is.
                 raise HttpStatusError(self._status, b"", self._content_type)
             raise RemoteProtocolError("event stream ended without the response")
-        if self._is_notification and 200 <= self._status < 300:
-            self._queue.append(NotificationAccepted(status=self._status))
-            self._done = True
-            return
+        if self._is_notification:
+            if 200 <= self._status < 300:
+                self._queue.append(NotificationAccepted(status=self._status))
+                self._done = True
+                return
+            # A notification the server cannot accept gets an error status, with at most a
+            # JSON-RPC error without an id (digest §3.3): a refusal, whatever the body.
+            raise HttpStatusError(self._status, bytes(self._body), self._content_type)
         if self._kind == "json":
             self._finish_json()
             return

@@ -117,7 +117,12 @@ class AsyncHttpTransportBase(HttpTransportBase[AC, T], abc.ABC):
         return event.message
 
     async def notify(self, message: Mapping[str, Any]) -> None:
-        """Send one notification (the server answers 202)."""
+        """Send one notification (the server answers 202).
+
+        Raises:
+            mrtr_core.http.HttpStatusError: The server refused it (any status but 2xx),
+                with or without a JSON-RPC error in the body.
+        """
         await self._exchange(message)
 
     async def aclose(self) -> None:

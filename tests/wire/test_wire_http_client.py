@@ -321,6 +321,31 @@ def test_notification_gets_accepted():
     assert client.ready
 
 
+# A notification the server cannot accept gets an error status, whose body MAY be a JSON-RPC
+# error without an id (digest §3.3 "Server responses"): a refusal either way.
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("application/json", b'{"jsonrpc": "2.0", "error": {"code": -32020, "message": "no"}}'),
+     ("text/plain", b"no"), (None, b"")],
+)
+def test_a_refused_notification_is_an_http_status_error_whatever_its_body(content_type, body):
+    client = HttpClientConnection(ENDPOINT)
+    client.send_request({"jsonrpc": "2.0", "method": "notifications/cancelled"})
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, response_bytes(400, content_type, body))
+    assert (info.value.status, info.value.body) == (400, body)
+
+
+def test_our_server_s_refusal_of_a_notification_reaches_our_client_as_an_error():
+    config = HttpClientConfig(headers=(("Origin", "http://evil.example"),))
+    client, server = HttpClientConnection(ENDPOINT, config), HttpServerConnection()
+    data = client.send_request({"jsonrpc": "2.0", "method": "notifications/cancelled"})
+    with pytest.raises(HttpStatusError) as info:
+        events_for(client, serve(server, data).out)
+    assert info.value.status == 403
+    assert json.loads(info.value.body)["error"]["code"] == -32600
+
+
 def test_server_closing_before_any_byte_is_a_disconnect_without_response():
     client = HttpClientConnection(ENDPOINT)
     client.send_request(call_tool())
