@@ -308,8 +308,9 @@ class HttpClientConnection:
             The bytes to write.
 
         Raises:
-            LocalProtocolError: The connection is busy or broken, or ``message`` is not a
-                request/notification or not JSON-serialisable.
+            LocalProtocolError: The connection is busy or broken, ``message`` is not a
+                request/notification or not JSON-serialisable, or its method or protocol
+                version cannot travel as a header value.
         """
         if not self.ready:
             raise LocalProtocolError("connection is not ready for a new request")

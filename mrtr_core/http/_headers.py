@@ -21,6 +21,7 @@ from mrtr_core.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    LocalProtocolError,
     RemoteProtocolError,
 )
 from mrtr_core.jsonrpc import Notification, Request, RequestId
@@ -96,6 +97,9 @@ class HeaderMismatchError(RemoteProtocolError):
 _PLAIN: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
 # What a received value may hold: visible ASCII, space and tab (RFC 9110 § 5.5).
 _FIELD_VALUE: Final = re.compile(rb"[\x20-\x7e\t]*")
+# What a sent value may hold to arrive as it is: the same without whitespace at either end
+# (RFC 9110 § 5.5: it is not part of the value).
+_SENDABLE: Final = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 
 
 def _is_plain(value: str) -> bool:
@@ -297,7 +301,13 @@ def request_headers(message: Mapping[str, Any]) -> list[tuple[str, str]]:
 
     ``MCP-Protocol-Version`` comes from the body's ``_meta`` protocol version (when the body
     has one), ``Mcp-Method`` from ``method``, ``Mcp-Name`` from ``params.name``/``params.uri``
-    for the three named methods, Base64-encoded when needed.
+    for the three named methods, Base64-encoded when needed. Only ``Mcp-Name`` (and
+    ``Mcp-Param-*``) values have a Base64 form (§ Value Encoding): servers compare the
+    other two as they are.
+
+    Raises:
+        LocalProtocolError: The method or protocol version cannot travel as a header value
+            (it holds other than visible ASCII, space and tab, or whitespace at an end).
     """
     method = message.get("method")
     params = message.get("params")
@@ -305,13 +315,21 @@ def request_headers(message: Mapping[str, Any]) -> list[tuple[str, str]]:
     headers: list[tuple[str, str]] = []
     version = _body_protocol_version(params)
     if version is not None:
-        headers.append((HEADER_PROTOCOL_VERSION, encode_header_value(version)))
+        headers.append((HEADER_PROTOCOL_VERSION, _sendable(version, HEADER_PROTOCOL_VERSION)))
     if isinstance(method, str):
-        headers.append((HEADER_MCP_METHOD, encode_header_value(method)))
+        headers.append((HEADER_MCP_METHOD, _sendable(method, HEADER_MCP_METHOD)))
         name = name_of(method, params)
         if name is not None:
             headers.append((HEADER_MCP_NAME, encode_header_value(name)))
     return headers
+
+
+def _sendable(value: str, header: str) -> str:
+    if _SENDABLE.fullmatch(value) is None:
+        raise LocalProtocolError(
+            f"{header} header cannot carry {value!r}: only visible ASCII, inner spaces and tabs"
+        )
+    return value
 
 
 def _single(

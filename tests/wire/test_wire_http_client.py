@@ -106,6 +106,29 @@ def test_unsafe_names_travel_base64_encoded(name):
     assert base64.b64decode(value[9:-2]).decode() == name
 
 
+# Only Mcp-Name and Mcp-Param-* values have a Base64 form (streamable-http.mdx § Value
+# Encoding): a server compares MCP-Protocol-Version and Mcp-Method as they are (digest §3.3
+# items 3-4), so a value no header can carry is refused before anything is sent.
+@pytest.mark.parametrize(
+    ("message", "header"),
+    [(request("tëst/x", 3), "Mcp-Method"), (request(" tools/list", 3), "Mcp-Method"),
+     ({**request("tools/list", 3), "params": {"_meta": {
+         "io.modelcontextprotocol/protocolVersion": "2026\u201007-28"}}},
+      "MCP-Protocol-Version")],
+)
+def test_a_method_or_version_no_header_can_carry_is_refused_before_sending(message, header):
+    client = HttpClientConnection(ENDPOINT)
+    with pytest.raises(LocalProtocolError, match=header):
+        client.send_request(message)
+    assert client.ready
+
+
+def test_an_odd_but_plain_method_reaches_the_server_as_it_is():
+    client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
+    exchange = serve(server, client.send_request(request("=?base64?x?=", 3)))
+    assert [e.message["method"] for e in exchange.received] == ["=?base64?x?="]
+
+
 def test_extra_headers_from_config():
     _, headers, _ = sent_request(
         call_tool(), config=HttpClientConfig(headers=(("Authorization", "Bearer t"),))
