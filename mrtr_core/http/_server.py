@@ -10,8 +10,9 @@ through :meth:`HttpServerConnection.send_reply`.
 
 Check order (digest §3.5 steps 1-2; the HTTP-level checks come first because they need no
 body): path (404), method (405), ``Origin`` (403), ``Content-Length`` (413), ``Accept`` (406),
-``Content-Type`` (415); then the body: JSON (-32700), JSON-RPC shape (-32600), headers against
-body (-32020), including ``Mcp-Param-*`` when a tool schema lookup is given.
+``Content-Type`` and ``Content-Encoding`` (415); then the body: JSON (-32700), JSON-RPC shape
+(-32600), headers against body (-32020), including ``Mcp-Param-*`` when a tool schema lookup
+is given.
 """
 
 from __future__ import annotations
@@ -200,6 +201,7 @@ _ORIGIN: Final = HEADER_ORIGIN.lower()
 _ACCEPT: Final = HEADER_ACCEPT.lower()
 _CONTENT_TYPE: Final = HEADER_CONTENT_TYPE.lower()
 _CONTENT_LENGTH: Final = "content-length"
+_CONTENT_ENCODING: Final = "content-encoding"
 _TRANSFER_ENCODING: Final = "transfer-encoding"
 
 
@@ -487,6 +489,16 @@ class HttpServerConnection:
             )
         if not is_json_content_type(one(_CONTENT_TYPE)):
             return HttpRequestError("Content-Type must be application/json", status=415)
+        coding = joined(_CONTENT_ENCODING)
+        if coding is not None and any(
+            item.strip().lower() not in ("", "identity") for item in coding.split(",")
+        ):
+            # No content coding is decoded here: a coded body must not be read as the JSON
+            # it may look like (RFC 9110 §8.4 and §15.5.16 answer it with 415).
+            return HttpRequestError(
+                f"Content-Encoding {coding!r} is not supported; send the body uncompressed",
+                status=415,
+            )
         return None
 
     def _on_data(self, data: bytes | bytearray | memoryview) -> RequestRejected | None:

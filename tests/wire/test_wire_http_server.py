@@ -172,6 +172,28 @@ def test_content_type_with_utf8_charset_is_fine():
     assert resp.status == 200
 
 
+@pytest.mark.parametrize("coding", ["gzip", "br", "identity, gzip", "x-custom"])
+def test_a_content_coded_body_gets_415_and_never_reaches_the_app(coding):
+    # The endpoint decodes no content coding (RFC 9110 §8.4): a body labelled as compressed
+    # is not read as the JSON it may look like, which a proxy would see otherwise.
+    client, server = RawClient(), HttpServerConnection()
+    headers = [*mcp_headers(), ("Content-Encoding", coding)]
+    exchange, resp = one(client, server, client.post(call_tool("echo", 5), headers))
+    assert not exchange.received
+    assert (resp.status, resp.json()["error"]["code"]) == (415, -32600)
+    assert coding in resp.json()["error"]["message"]
+    _, good = one(client, server, client.post(call_tool("echo", 6)))
+    assert good.status == 200
+
+
+@pytest.mark.parametrize("coding", ["identity", "Identity", "identity, identity"])
+def test_the_identity_content_coding_is_no_coding(coding):
+    client, server = RawClient(), HttpServerConnection()
+    headers = [*mcp_headers(), ("Content-Encoding", coding)]
+    _, resp = one(client, server, client.post(call_tool("echo", 5), headers))
+    assert resp.status == 200
+
+
 def test_oversize_content_length_gets_413_and_closes_before_reading_the_body():
     client, server = RawClient(), HttpServerConnection(HttpServerConfig(max_body_bytes=100))
     data = client.request(b"x" * 101)
