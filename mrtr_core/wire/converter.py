@@ -16,6 +16,7 @@ from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from mrtr_core.errors import CodecError
+from mrtr_core.wire.forms import FormSchemaError, _bare_form, check_requested_schema
 from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
@@ -364,6 +365,13 @@ def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | Elic
         raise CodecError(
             "requestedSchema.properties must be an object", path=f"{path}.requestedSchema"
         )
+    try:
+        check_requested_schema(schema)
+    except FormSchemaError as exc:
+        where = f"{path}.requestedSchema"
+        if exc.field:
+            where = _member(f"{where}.properties", exc.field)
+        raise CodecError(exc.problem, path=where) from exc
     extra = {k: v for k, v in params.items() if k not in _FORM_KEYS}
     return ElicitFormRequest(message=message, requested_schema=schema, extra=extra)
 
@@ -468,10 +476,10 @@ def structure_input_required(obj: Any, *, path: str = "result") -> InputRequired
             raise CodecError("inputRequests must be an object", path=f"{path}.inputRequests")
         requests = {}
         for key, value in raw_requests.items():
-            # Fast path for the commonest entry, a well-formed form-mode elicitation: the
-            # same checks as _structure_elicit, on exact types, and the same model, built
-            # without __init__ (every field is given). Anything it does not accept takes
-            # the full path, which gives every error (and its path).
+            # Fast path for the commonest entry, a well-formed form-mode elicitation of
+            # bare fields: the same checks as _structure_elicit, on exact types, and the
+            # same model, built without __init__ (every field is given). Anything it does
+            # not accept takes the full path, which gives every error (and its path).
             # (Subscripts, not .get: a missing key raises KeyError, which means "not this
             # shape", and exact dicts have no __missing__.)
             if type(value) is dict:
@@ -484,7 +492,7 @@ def structure_input_required(obj: Any, *, path: str = "result") -> InputRequired
                             type(message) is str
                             and type(schema) is dict
                             and schema["type"] == "object"
-                            and type(schema["properties"]) is dict
+                            and _bare_form(schema)
                         ):
                             size = len(params)
                             if size == 2:  # message and requestedSchema, nothing else

@@ -34,6 +34,7 @@ __all__ = [
     "FormSchemaError",
     "FormSpec",
     "Value",
+    "check_requested_schema",
 ]
 
 MAX_FIELDS: Final = 64
@@ -65,12 +66,14 @@ class FormSchemaError(MrtrError):
 
     Attributes:
         field: The property at fault (``""`` for the schema as a whole).
+        problem: What is wrong with it, without the field's name.
     """
 
     def __init__(self, message: str, *, field: str = "") -> None:
         super().__init__(f"requestedSchema.properties.{field}: {message}" if field else
                          f"requestedSchema: {message}")
         self.field = field
+        self.problem = message
 
 
 class FormAnswerError(MrtrError):
@@ -200,6 +203,51 @@ class FormSpec:
         if problems:
             raise FormAnswerError(problems)
         return {key: value for key, value in content.items() if key in names}
+
+
+_BARE_TYPES: Final = frozenset({"string", "number", "integer", "boolean"})
+
+
+def _bare_form(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` is a form :meth:`FormSpec.from_schema` takes, seen without building
+    it: within the size limits, every property a bare ``{"type": ...}`` of a primitive kind
+    (what ``form(name=bool)`` asks), ``required`` naming properties. ``False`` says nothing."""
+    properties = schema.get("properties")
+    if type(properties) is not dict or len(properties) > MAX_FIELDS:
+        return False
+    for prop in properties.values():
+        if type(prop) is not dict or len(prop) != 1:
+            return False
+        kind = prop.get("type")
+        # Exact strings only: an unhashable "type" must not reach the set.
+        if type(kind) is not str or kind not in _BARE_TYPES:
+            return False
+    if properties and max(map(len, properties)) > MAX_TEXT:
+        return False
+    required = schema.get("required")
+    if required is None:
+        return "required" not in schema and schema.get("type") == "object"
+    if type(required) is not list:
+        return False
+    for name in required:
+        if type(name) is not str or name not in properties:
+            return False
+    return schema.get("type") == "object"
+
+
+def check_requested_schema(requested_schema: Any) -> None:
+    """Check that a form-mode ``requestedSchema`` is one :meth:`FormSpec.from_schema` takes.
+
+    A client checks every form a server sends before any handler sees it (digest §1.5 a:
+    a flat object of primitive properties); the common bare fields are checked without
+    building the form.
+
+    Raises:
+        FormSchemaError: as :meth:`FormSpec.from_schema`.
+    """
+    if type(requested_schema) is dict and _bare_form(requested_schema):
+        return
+    FormSpec.from_schema(requested_schema)
 
 
 def _describe(prefix: str, err: jsonschema.ValidationError) -> str:

@@ -300,6 +300,52 @@ def test_malformed_input_required_is_a_codec_error(result: dict[str, Any]) -> No
     assert not invokes(commands)
 
 
+def _form_with(schema: Any) -> dict[str, Any]:
+    return {"method": "elicitation/create", "params": {"message": "m", "requestedSchema": schema}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ({"type": "object", "properties": {"x": 5}}, ".properties.x"),
+        ({"type": "object", "properties": {"x": {}}}, ".properties.x"),
+        ({"type": "object", "properties": {"x": {"type": "object", "properties": {}}}},
+         ".properties.x"),
+        ({"type": "object", "properties": {"x": {"type": "string", "format": "regex"}}},
+         ".properties.x"),
+        ({"type": "object", "properties": {"x": {"type": "string", "enum": ["a"] * 300}}},
+         ".properties.x"),
+        ({"type": "object", "properties": {"x": {"type": "string", "title": "t" * 5000}}},
+         ".properties.x"),
+        ({"type": "object", "properties": {"a b": {"type": "array", "items": {}}}},
+         "['a b']"),
+        ({"type": "object", "properties": {f"x{i}": {"type": "string"} for i in range(65)}}, ""),
+        ({"type": "object", "properties": {"x": {"type": "string"}}, "required": "x"}, ""),
+        ({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["y"]}, ""),
+    ],
+    ids=["prop-int", "prop-no-type", "nested-object", "unknown-format", "enum-too-long",
+         "title-too-long", "multiselect-no-enum", "too-many-fields", "required-str",
+         "required-unknown"],
+)
+def test_a_form_outside_the_flat_primitive_vocabulary_is_a_codec_error_naming_it(
+    schema: dict[str, Any], path: str
+) -> None:
+    # digest §1.5 a: a requestedSchema is a flat object of primitive properties; a server
+    # must not send any other, and none reaches a handler (sizes bounded as the CLI shows them).
+    result = irr({"q": _form_with(schema)}, "s")
+    flow = make_flow()
+    flow.start(0.0)
+    commands = flow.handle(ok(1, result), 0.5)
+    [fail] = commands
+    assert isinstance(fail, Fail) and type(fail.error) is CodecError
+    where = "result.inputRequests.q.params.requestedSchema"
+    if path.startswith("["):
+        where += ".properties"
+    assert fail.error.path == where + path
+    assert fail.error.result is result
+    assert flow.last_result is None
+
+
 # --- responses --------------------------------------------------------------------------------
 
 
