@@ -376,10 +376,72 @@ def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | Elic
     return ElicitFormRequest(message=message, requested_schema=schema, extra=extra)
 
 
+def _check_sampling_message(message: Any, path: str) -> None:
+    # SamplingMessage: {role: "user" | "assistant", content: block or block[]} (digest §1.5 b)
+    if not isinstance(message, dict):
+        raise CodecError("a sampling message must be an object", path=path)
+    if message.get("role") not in ("user", "assistant"):
+        raise CodecError(f"role must be 'user' or 'assistant', not {message.get('role')!r}",
+                         path=f"{path}.role")
+    content = message.get("content")
+    if isinstance(content, list):
+        for index, block in enumerate(content):
+            _check_block(block, f"{path}.content[{index}]")
+    elif not _is_block(content):
+        raise CodecError("content must be a block or an array of blocks",
+                         path=f"{path}.content")
+
+
+_INCLUDE_CONTEXT: Final = ("none", "thisServer", "allServers")
+_TOOL_CHOICE_MODES: Final = ("auto", "required", "none")
+
+
+def _check_sampling_options(params: JsonObject, path: str) -> None:
+    """The optional members of ``CreateMessageRequestParams``, each of its type (digest
+    §1.5 b): a handler reads them as such."""
+    context = params.get("includeContext")
+    if context is not None and context not in _INCLUDE_CONTEXT:
+        raise CodecError(f"includeContext must be 'none', 'thisServer' or 'allServers', not "
+                         f"{context!r}", path=f"{path}.includeContext")
+    temperature = params.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float)
+    ):
+        raise CodecError("temperature must be a number", path=f"{path}.temperature")
+    stops = params.get("stopSequences")
+    if stops is not None and (
+        not isinstance(stops, list) or not all(isinstance(s, str) for s in stops)
+    ):
+        raise CodecError("stopSequences must be an array of strings",
+                         path=f"{path}.stopSequences")
+    for key in ("modelPreferences", "metadata", "toolChoice"):
+        value = params.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise CodecError(f"{key} must be an object", path=f"{path}.{key}")
+    choice = params.get("toolChoice")
+    if choice is not None and choice.get("mode", "auto") not in _TOOL_CHOICE_MODES:
+        raise CodecError(f"mode must be 'auto', 'required' or 'none', not "
+                         f"{choice.get('mode')!r}", path=f"{path}.toolChoice.mode")
+    tools = params.get("tools")
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise CodecError("tools must be an array of tools", path=f"{path}.tools")
+    for index, tool in enumerate(tools):
+        where = f"{path}.tools[{index}]"
+        if not isinstance(tool, dict):
+            raise CodecError("a tool must be an object", path=where)
+        _require_str(tool, "name", f"{where}.name")
+        if not isinstance(tool.get("inputSchema"), dict):
+            raise CodecError("a tool needs an inputSchema object", path=f"{where}.inputSchema")
+
+
 def _structure_sampling(params: JsonObject, path: str) -> CreateMessageRequest:
     messages = params.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+    if not isinstance(messages, list):
         raise CodecError("messages must be an array of objects", path=f"{path}.messages")
+    for index, message in enumerate(messages):
+        _check_sampling_message(message, f"{path}.messages[{index}]")
     max_tokens = params.get("maxTokens")
     if (
         isinstance(max_tokens, bool)
@@ -399,6 +461,7 @@ def _structure_sampling(params: JsonObject, path: str) -> CreateMessageRequest:
     system_prompt = params.get("systemPrompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise CodecError("systemPrompt must be a string", path=f"{path}.systemPrompt")
+    _check_sampling_options(params, path)
     extra = {k: v for k, v in params.items() if k not in {"messages", "maxTokens", "systemPrompt"}}
     return CreateMessageRequest(
         messages=messages, max_tokens=int(max_tokens), system_prompt=system_prompt, extra=extra

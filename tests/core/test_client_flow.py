@@ -346,6 +346,67 @@ def test_a_form_outside_the_flat_primitive_vocabulary_is_a_codec_error_naming_it
     assert flow.last_result is None
 
 
+_TEXT = {"type": "text", "text": "hi"}
+
+
+@pytest.mark.parametrize(
+    ("params", "path"),
+    [
+        ({"messages": [{}]}, "messages[0].role"),
+        ({"messages": [{"role": "system", "content": _TEXT}]}, "messages[0].role"),
+        ({"messages": [{"role": "user"}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": "hi"}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": [_TEXT, {"text": "x"}]}]},
+         "messages[0].content[1].type"),
+        ({"includeContext": "everything"}, "includeContext"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"temperature": True}, "temperature"),
+        ({"stopSequences": "abc"}, "stopSequences"),
+        ({"stopSequences": ["a", 1]}, "stopSequences"),
+        ({"tools": {"name": "t"}}, "tools"),
+        ({"tools": [{"inputSchema": {"type": "object"}}]}, "tools[0].name"),
+        ({"tools": [{"name": "t"}]}, "tools[0].inputSchema"),
+        ({"toolChoice": "auto"}, "toolChoice"),
+        ({"toolChoice": {"mode": "always"}}, "toolChoice.mode"),
+        ({"modelPreferences": 5}, "modelPreferences"),
+        ({"metadata": [1]}, "metadata"),
+    ],
+    ids=["message-empty", "role-system", "no-content", "content-str", "block-no-type",
+         "include-context", "temperature-str", "temperature-bool", "stop-str", "stop-int",
+         "tools-object", "tool-no-name", "tool-no-schema", "tool-choice-str",
+         "tool-choice-mode", "preferences-int", "metadata-list"],
+)
+def test_a_malformed_sampling_request_is_a_codec_error_naming_the_member(
+    params: dict[str, Any], path: str
+) -> None:
+    # digest §1.5 b: each message is {role: "user"|"assistant", content: block or block[]},
+    # and each optional member has its type; none other reaches a sampling handler.
+    result = irr({"q": sampling(**params)}, "s")
+    flow = make_flow()
+    flow.start(0.0)
+    commands = flow.handle(ok(1, result), 0.5)
+    [fail] = commands
+    assert isinstance(fail, Fail) and type(fail.error) is CodecError
+    assert fail.error.path == f"result.inputRequests.q.params.{path}"
+    assert fail.error.result is result
+    assert flow.last_result is None
+
+
+def test_a_well_formed_sampling_request_with_every_member_reaches_its_handler() -> None:
+    request = sampling(
+        messages=[{"role": "user", "content": _TEXT},
+                  {"role": "assistant", "content": [_TEXT, {"type": "tool_use", "id": "1",
+                                                            "name": "t", "input": {}}]}],
+        systemPrompt="be brief", includeContext="thisServer", temperature=0.5,
+        stopSequences=["\n"], tools=[{"name": "t", "inputSchema": {"type": "object"}}],
+        toolChoice={"mode": "auto"}, modelPreferences={"hints": [{"name": "m"}]},
+        metadata={"a": 1},
+    )
+    [_, invoke] = to_handlers(make_flow(), {"q": request})
+    assert isinstance(invoke, InvokeHandler)
+    assert invoke.request.messages == request["params"]["messages"]
+
+
 # --- responses --------------------------------------------------------------------------------
 
 
@@ -928,7 +989,8 @@ def test_a_manual_url_mode_answer_with_content_is_refused_and_changes_nothing() 
          "elicitation/create"),
         (ClientCapabilities(elicitation=ElicitationCapability(url={})), form(),
          "elicitation/create"),
-        (ClientCapabilities(sampling=SamplingCapability()), sampling(tools=[{"name": "t"}]),
+        (ClientCapabilities(sampling=SamplingCapability()),
+         sampling(tools=[{"name": "t", "inputSchema": {"type": "object"}}]),
          "sampling/createMessage"),
         (ClientCapabilities(sampling=SamplingCapability()), sampling(toolChoice={"mode": "auto"}),
          "sampling/createMessage"),

@@ -51,7 +51,8 @@ JSON = st.recursive(
 STATES = st.text(max_size=12) | st.sampled_from(["", " ", '{"a": 1}', "ü✓🚀", "\ud800"])
 KEYS = st.sampled_from(["a", "b", "c", "confirm", "ticket"])
 GOOD_ENTRIES = st.sampled_from([form(), form("other"), url_request(), sampling(), roots()])
-BAD_ENTRIES = st.sampled_from([sampling(tools=[{"name": "t"}]),
+TOOL = {"name": "t", "inputSchema": {"type": "object"}}
+BAD_ENTRIES = st.sampled_from([sampling(tools=[TOOL]),
                                {"method": "elicitation/create", "params": {}}, {"method": "x/y"},
                                "junk"]) | JSON
 FULL = RequestMeta(client_capabilities=ClientCapabilities(
