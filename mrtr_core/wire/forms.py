@@ -157,23 +157,7 @@ class FormSpec:
             FormSchemaError: the schema is not a flat form of the spec's primitive kinds, or
                 is too large.
         """
-        if not isinstance(requested_schema, Mapping) or requested_schema.get("type") != "object":
-            raise FormSchemaError("must be an object schema")
-        properties = requested_schema.get("properties")
-        if not isinstance(properties, Mapping):
-            raise FormSchemaError("properties must be an object")
-        if len(properties) > MAX_FIELDS:
-            raise FormSchemaError(f"has {len(properties)} fields; at most {MAX_FIELDS} are shown")
-        required_raw = requested_schema.get("required", [])
-        if not isinstance(required_raw, list) or not all(isinstance(r, str) for r in required_raw):
-            raise FormSchemaError("required must be an array of strings")
-        for name in required_raw:
-            if name not in properties:
-                raise FormSchemaError(f"required names {name!r}, which is not a property")
-        required = set(required_raw)
-        fields = tuple(
-            _parse_field(str(name), prop, name in required) for name, prop in properties.items()
-        )
+        fields = _read_fields(requested_schema, defaults=True)
         schema: dict[str, Any] = {
             "type": "object",
             "properties": {f.name: f.schema for f in fields},
@@ -203,6 +187,29 @@ class FormSpec:
         if problems:
             raise FormAnswerError(problems)
         return {key: value for key, value in content.items() if key in names}
+
+
+def _read_fields(requested_schema: Any, *, defaults: bool) -> tuple[FormField, ...]:
+    """The fields of a ``requestedSchema`` (see :meth:`FormSpec.from_schema`); ``defaults``:
+    check each default against its field (one ``jsonschema`` run per default) and keep it."""
+    if not isinstance(requested_schema, Mapping) or requested_schema.get("type") != "object":
+        raise FormSchemaError("must be an object schema")
+    properties = requested_schema.get("properties")
+    if not isinstance(properties, Mapping):
+        raise FormSchemaError("properties must be an object")
+    if len(properties) > MAX_FIELDS:
+        raise FormSchemaError(f"has {len(properties)} fields; at most {MAX_FIELDS} are shown")
+    required_raw = requested_schema.get("required", [])
+    if not isinstance(required_raw, list) or not all(isinstance(r, str) for r in required_raw):
+        raise FormSchemaError("required must be an array of strings")
+    for name in required_raw:
+        if name not in properties:
+            raise FormSchemaError(f"required names {name!r}, which is not a property")
+    required = set(required_raw)
+    return tuple(
+        _parse_field(str(name), prop, name in required, defaults=defaults)
+        for name, prop in properties.items()
+    )
 
 
 _BARE_TYPES: Final = frozenset({"string", "number", "integer", "boolean"})
@@ -247,7 +254,9 @@ def check_requested_schema(requested_schema: Any) -> None:
     """
     if type(requested_schema) is dict and _bare_form(requested_schema):
         return
-    FormSpec.from_schema(requested_schema)
+    # Defaults are not checked: one that fails its field is dropped, never refused, and
+    # checking each (64 fields in each of thousands of forms) would cost seconds.
+    _read_fields(requested_schema, defaults=False)
 
 
 def _describe(prefix: str, err: jsonschema.ValidationError) -> str:
@@ -319,7 +328,7 @@ def _titled(value: Any, key: str, field: str) -> tuple[Choice, ...]:
     return tuple(choices)
 
 
-def _parse_field(name: str, prop: Any, required: bool) -> FormField:
+def _parse_field(name: str, prop: Any, required: bool, *, defaults: bool) -> FormField:
     if len(name) > MAX_TEXT:
         raise FormSchemaError("property name too long", field=name[:40])
     if not isinstance(prop, Mapping):
@@ -395,7 +404,7 @@ def _parse_field(name: str, prop: Any, required: bool) -> FormField:
     else:
         raise FormSchemaError(f"unsupported type {kind_raw!r}", field=name)
     field = FormField(kind=kind, schema=schema, **common)
-    default = prop.get("default", NO_DEFAULT)
+    default = prop.get("default", NO_DEFAULT) if defaults else NO_DEFAULT
     if default is not NO_DEFAULT and not field.problems(default):
         # A default that fails its own field's schema is dropped rather than offered.
         field = attrs.evolve(field, default=default)

@@ -69,6 +69,7 @@ from mrtr_core.wire import (
     converter,
     unstructure,
 )
+from mrtr_core.wire.forms import FormField, FormSpec
 
 # --- the first leg ------------------------------------------------------------------------
 
@@ -344,6 +345,27 @@ def test_a_form_outside_the_flat_primitive_vocabulary_is_a_codec_error_naming_it
     assert fail.error.path == where + path
     assert fail.error.result is result
     assert flow.last_result is None
+
+
+def test_reading_forms_does_not_run_a_validator_per_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A default failing its field is dropped, never refused: reading a result does not
+    # check one (a 4 MiB result holds thousands of 64-field forms, seconds of jsonschema).
+    def boom(field: FormField, value: Any) -> list[str]:
+        raise AssertionError("a default was validated")
+
+    monkeypatch.setattr(FormField, "problems", boom)
+    fields = {f"x{i}": {"type": "string", "format": "email", "default": "a@example.com"}
+              for i in range(64)}
+    schema = {"type": "object", "properties": fields}
+    result = irr({f"q{i}": _form_with(schema) for i in range(64)}, "s")
+    flow = make_flow()
+    flow.start(0.0)
+    commands = flow.handle(ok(1, result), 0.5)
+    assert len(invokes(commands)) == 64
+    monkeypatch.undo()
+    assert FormSpec.from_schema(schema).fields[0].default == "a@example.com"
 
 
 _TEXT = {"type": "text", "text": "hi"}
