@@ -30,6 +30,7 @@ from mrtr_core.errors import (
     HandlerTimeoutError,
     LegTimeoutError,
     MrtrError,
+    RoundLimitError,
 )
 from mrtr_core.sim import invariants as inv
 from mrtr_core.sim._state import EPS, Flow, Leg, RunState, outcome_label
@@ -172,6 +173,7 @@ class ClientSide(RunState):
                 self._end(flow, None, command.error)
             elif kind is RoundStarted:
                 assert isinstance(command, RoundStarted)
+                flow.rounds = command.round
                 if command.state_only:
                     self._check_pacing(flow)
             elif kind is InputNeeded or kind is RoundFulfilled:
@@ -379,6 +381,11 @@ class ClientSide(RunState):
         if flow.legs > limits.max_rounds:
             self._violate(inv.ROUND_LIMIT, op,
                           f"{flow.legs} legs; max_rounds is {limits.max_rounds}")
+        if isinstance(error, RoundLimitError) and flow.rounds != limits.max_rounds:
+            # digest §2.6: the limit stops a flow at its max_rounds-th round, not before.
+            self._violate(inv.ROUND_LIMIT, op,
+                          f"stopped by the round limit after {flow.rounds} rounds; max_rounds "
+                          f"is {limits.max_rounds}")
         budget = limits.flow_timeout
         if budget is not None and now - flow.started > budget + EPS:
             self._violate(inv.TIME_LIMIT, op,

@@ -129,6 +129,7 @@ class Flow:
         "previous",
         "prng",
         "probing",
+        "rounds",
         "sent_at",
         "started",
         "state_only_at",
@@ -151,6 +152,7 @@ class Flow:
         self.started = 0.0
         self.done = False
         self.legs = 0
+        self.rounds = 0  # the round number of the last leg sent (a leg sent again keeps it)
         self.sent_at = 0.0
         self.asked_at = 0.0  # when the client invoked the current round's handlers
         self.last_leg: Leg | None = None

@@ -35,7 +35,8 @@ TYPED_OUTCOME: Final = "typed outcome"
 server app never raise out of their entry points."""
 
 ROUND_LIMIT: Final = "round limit"
-"""A flow sends at most ``max_rounds`` requests (digest §2.6)."""
+"""A flow sends at most ``max_rounds`` requests, and the round limit stops it only after
+exactly ``max_rounds`` rounds (digest §2.6)."""
 
 TIME_LIMIT: Final = "time limit"
 """A flow ends within ``flow_timeout`` of its start; a leg timeout fires exactly

@@ -178,3 +178,32 @@ def test_a_once_step_that_runs_again_in_a_later_round_is_caught(
     assert inv.SINGLE_USE in {v.invariant for v in report.violations}, report.summary()
     assert report.transcript is not None
     assert "ran side effect 'reserve'" in report.transcript
+
+
+def _caught(seed: int, invariant: str, shown: str, **simulation: Any) -> None:
+    """A run of ``seed`` breaks ``invariant``, names the seed, and its shortest transcript
+    shows ``shown``."""
+    report = Simulation(seed, **simulation).run()
+    assert invariant in {v.invariant for v in report.violations}, report.summary()
+    assert f"(seed {seed})" in report.summary()
+    assert report.transcript is not None
+    assert shown in report.transcript
+
+
+
+def test_a_client_that_stops_a_round_early_on_the_round_limit_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Off by one the safe-looking way: the flow gives up one round before max_rounds.
+    check = ClientFlow._check_input_required
+
+    def early(self: ClientFlow, result: Any, now: float) -> Any:
+        self._rounds += 1
+        try:
+            return check(self, result, now)
+        finally:
+            self._rounds -= 1
+
+    monkeypatch.setattr(ClientFlow, "_check_input_required", early)
+    _caught(40, inv.ROUND_LIMIT, "stopped by the round limit after 7 rounds; max_rounds is 8",
+            flows=100, faults=Faults(hostile_server=1.0))
