@@ -45,7 +45,8 @@ HOSTILE_SERVER_ERRORS: Final[dict[str, tuple[type[MrtrError], ...]]] = {
     # (Timing.long_think): the flow's budget stops it (the round limit only when the
     # timing leaves the budget out of reach).
     "endless": (FlowDeadlineError, RoundLimitError),
-    # state-only rounds in a hot loop: paced, then stopped by the round limit (§2.4).
+    # state-only rounds in a hot loop, every third round a question (which resets the
+    # pacing): paced, then stopped by the round limit (§2.4).
     "state_loop": (RoundLimitError,),
     # a requestState larger than the client accepts.
     "oversized": (StateSizeLimitError,),
@@ -109,6 +110,10 @@ def hostile_reply(behaviour: str, message: JsonObject, leg: int, prng: Prng,
                   "requestState": state}
     elif behaviour == "state_loop":
         result = {"resultType": "input_required", "requestState": state}
+        if leg % 3 == 0:
+            # A round with a question between state-only ones: the pacing after it starts
+            # over from pacing_initial (digest §2.4).
+            result["inputRequests"] = {f"q{leg}": _form("still there?")}
     elif behaviour == "oversized":
         result = {"resultType": "input_required", "inputRequests": {"q": _form("big")},
                   "requestState": "x" * (max_state_bytes + 1)}

@@ -207,3 +207,24 @@ def test_a_client_that_stops_a_round_early_on_the_round_limit_is_caught(
     monkeypatch.setattr(ClientFlow, "_check_input_required", early)
     _caught(40, inv.ROUND_LIMIT, "stopped by the round limit after 7 rounds; max_rounds is 8",
             flows=100, faults=Faults(hostile_server=1.0))
+
+
+
+def test_a_client_that_keeps_doubling_the_pacing_after_a_question_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A round with inputRequests must start the pacing over (digest §2.4); only a server
+    # that puts a question between state-only rounds shows it.
+    take = ClientFlow._take_input_required
+
+    def keep_streak(self: ClientFlow, result: Any, now: float, *, resumed: bool) -> Any:
+        streak = self._streak
+        commands = take(self, result, now, resumed=resumed)
+        if result.input_requests:
+            self._streak = streak
+        return commands
+
+    monkeypatch.setattr(ClientFlow, "_take_input_required", keep_streak)
+    # The third state-only retry follows a question: it must wait retry 1's delay again.
+    _caught(41, inv.PACING, "state-only retry 1 after", flows=100,
+            faults=Faults(hostile_server=1.0))
