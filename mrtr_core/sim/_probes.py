@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from mrtr_core.sim import invariants as inv
 from mrtr_core.sim._state import Flow, Leg, RunState, binding_of, is_refusal
-from mrtr_core.sim.hostile import PROBES, malformed_answers, tamper
+from mrtr_core.sim.hostile import PROBES, PROBES_REFUSED, malformed_answers, tamper
 from mrtr_core.sim.prng import Prng
 from mrtr_core.sim.transcript import describe_message
-from mrtr_core.wire.models import JsonObject
+from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, JsonObject
+
+_OTHER_METHOD: Final = {CALL_TOOL: GET_PROMPT, GET_PROMPT: CALL_TOOL}
 
 __all__ = ["ProbeSide"]
 
@@ -26,8 +30,11 @@ class ProbeSide(RunState):
         principal = flow.client.principal
         delay = 0.0
         previous = (base.get("params") or {}).get("requestState")
+        method = str(base.get("method"))
         if kind in ("replay", "late_replay") and not isinstance(previous, str):
             kind = "tamper"  # the first leg carried no state to replay
+        if kind == "cross_method" and method not in _OTHER_METHOD:
+            kind = "tamper"  # a resource has no namesake under another method
         if kind == "tamper":
             params["requestState"] = tamper(state, prng)
         elif kind == "swap":
@@ -55,6 +62,11 @@ class ProbeSide(RunState):
         elif kind == "malformed":
             params["requestState"] = state
             params["inputResponses"] = malformed_answers(list(keys), prng)
+        elif kind == "cross_method":
+            # The same name and arguments under the other method: S11a binds the method.
+            params["requestState"] = state
+            self._send_probe(flow, kind, _OTHER_METHOD[method], params, principal, delay)
+            return
         else:  # replay / late_replay: the previous leg again, verbatim but for its id
             assert isinstance(previous, str)
             params = dict(base.get("params") or {})
@@ -65,7 +77,7 @@ class ProbeSide(RunState):
                 edge = info.global_at + self.timing.state_ttl + self.timing.state_skew
                 early = prng.uniform(0.0, 2 * self.timing.state_skew)
                 delay = max(0.0, edge - self.sched.now - early)
-        self._send_probe(flow, kind, str(base.get("method")), params, principal, delay)
+        self._send_probe(flow, kind, method, params, principal, delay)
 
     def _send_probe(self, flow: Flow, kind: str, method: str, params: JsonObject,
                     principal: str, delay: float) -> None:
@@ -98,9 +110,13 @@ class ProbeSide(RunState):
         if self.transcript is not None:
             self._note(flow.op, leg.principal,
                        f"probe {kind} answered: {describe_message(message)}")
-        must_refuse = kind in ("tamper", "swap", "foreign", "expired", "malformed") or (
+        must_refuse = kind in PROBES_REFUSED or (
             kind in ("replay", "late_replay") and flow.operation.single_use
         )
+        if kind == "cross_method":
+            # An app without the namesake answers with an error of its own: only a result,
+            # served on the other target's state, is wrong.
+            must_refuse = "result" in message
         if must_refuse and not refused:
             self._violate(inv.PROBE_REFUSED, flow.op,
                           f"{kind} probe was not refused: {describe_message(message)}")

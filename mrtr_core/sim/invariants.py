@@ -72,7 +72,7 @@ LIVENESS: Final = "liveness"
 
 PROBE_REFUSED: Final = "hostile probe refused"
 """A tampered, swapped, foreign, expired, malformed (or, for single-use targets, replayed)
-state is refused with -32602."""
+state is refused with -32602; a state sent under another method is never served."""
 
 PEER_CONTRACT: Final = "hostile server stopped"
 """A flow sent to a hostile server ends with the typed error for that misbehaviour (or a

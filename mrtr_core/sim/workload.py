@@ -310,6 +310,9 @@ class ReferenceWorkload:
     - ``report`` (``resources/read`` of ``sim://report/<op>``): sheds load with a state-only
       round, then asks ``confirm``. Three rounds, one of them paced by the client.
 
+    The app also has a prompt named ``deploy``, which no operation asks for: a hostile
+    client's ``cross_method`` probe sends a ``deploy`` tool's state to it.
+
     Args:
         mix: Weights of ``deploy``, ``review`` and ``report``.
         app_factory: ``codec -> App``: another implementation of these three tools to run
@@ -357,6 +360,11 @@ class ReferenceWorkload:
             charged = ctx.once("charge", lambda: effects.record(op, "charge"))
             return {"op": op, "outcome": "deployed", "reserved": reserved, "charged": charged,
                     "answers": answers}
+
+        @app.prompt(name="deploy")
+        def describe_deploy(ctx: Context, op: str) -> Any:
+            """A prompt of the tool's name: no state of the tool may be used with it."""
+            return [json.dumps({"op": op, "outcome": "described"})]
 
         @app.prompt()
         def review(ctx: Context, op: str) -> Any:

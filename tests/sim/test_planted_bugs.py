@@ -21,6 +21,7 @@ from mrtr_core.sim import (
     campaign,
 )
 from mrtr_core.sim import invariants as inv
+from mrtr_core.state import Binding
 
 PLANTED = [
     # (bug, the faults that expose it, the invariant that must catch it, what the transcript shows)
@@ -228,3 +229,18 @@ def test_a_client_that_keeps_doubling_the_pacing_after_a_question_is_caught(
     # The third state-only retry follows a question: it must wait retry 1's delay again.
     _caught(41, inv.PACING, "state-only retry 1 after", flows=100,
             faults=Faults(hostile_server=1.0))
+
+
+
+def test_a_state_binding_without_the_method_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # S11a: a tool's state must not open a prompt of the same name.
+    for_params = Binding.for_params.__func__  # type: ignore[attr-defined]
+
+    def without_method(cls: type[Binding], params: Any, principal: str | None = None) -> Binding:
+        bound = for_params(cls, params, principal)
+        return cls(method="", target=bound.target, arguments_digest=bound.arguments_digest,
+                   principal=bound.principal)
+
+    monkeypatch.setattr(Binding, "for_params", classmethod(without_method))
+    _caught(42, inv.PROBE_REFUSED, "cross_method probe was not refused", flows=60,
+            faults=Faults(hostile_client=1.0))
