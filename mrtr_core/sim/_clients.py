@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from mrtr_core import jsontext
 from mrtr_core.client import (
     CancelHandlers,
     CancelRequested,
@@ -53,13 +52,6 @@ __all__ = ["ClientSide"]
 
 _MISBEHAVIOURS: Final = ("fail", "slow", "abort")
 _MISBEHAVIOURS_FORM: Final = ("fail", "slow", "abort", "decline", "cancel")
-_CLIP: Final = 300  # characters of a result shown in a violation
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _CLIP else f"{text[:_CLIP]}... ({len(text)} characters)"
-
-
 _AWAITING_RESPONSE: Final = FlowState.AWAITING_RESPONSE  # (an Enum member lookup is slow)
 _META: Final = RequestMeta(
     client_capabilities=FULL_CAPABILITIES,
@@ -150,6 +142,7 @@ class ClientSide(RunState):
         flow.ids = []
         flow.flow = None
         flow.answers = {}
+        flow.questions = {}
         flow.last_leg = None
 
     def _apply(self, flow: Flow, commands: list[ClientCommand]) -> None:
@@ -407,11 +400,7 @@ class ClientSide(RunState):
                               f"expected {' or '.join(e.__name__ for e in expected)}")
             return
         if result is not None:
-            try:
-                problem = self.workload.check(flow.operation, result, flow.answers)
-            except Exception as exc:  # a result the check cannot read is not right either
-                problem = (f"the workload's check raised {exc!r} on the result "
-                           f"{_clip(jsontext.canonical(result))}")
+            problem = self._judge(flow.operation, result, flow.answers)
             if problem:
                 self._violate(inv.ISOLATION, op, problem)
         elif not flow.touched:
@@ -441,6 +430,8 @@ class ClientSide(RunState):
             flow.expected_state = state if isinstance(state, str) else None
             requests = result.get("inputRequests")
             flow.expected_keys = tuple(requests) if isinstance(requests, dict) else ()
+            if flow.probing and isinstance(requests, dict):
+                flow.questions.update(requests)
             if requests:
                 flow.streak = 0
                 flow.state_only_at = None

@@ -39,6 +39,7 @@ __all__ = [
     "Leg",
     "RunState",
     "binding_of",
+    "clip",
     "is_refusal",
     "outcome_label",
 ]
@@ -46,6 +47,7 @@ __all__ = [
 EPS: Final = 1e-6
 """Tolerance of time comparisons (virtual seconds)."""
 
+_CLIP: Final = 300  # characters of a result shown in a violation
 _CANONICAL: Final = jsontext.canonical  # json.dumps(sort_keys=True, separators=(",", ":"))
 _FIELD: Final = 1.0 / 65536.0
 _HALF: Final = 1.0 / 4294967296.0
@@ -129,6 +131,7 @@ class Flow:
         "previous",
         "prng",
         "probing",
+        "questions",
         "rounds",
         "sent_at",
         "started",
@@ -161,6 +164,8 @@ class Flow:
         self.timer_at: float | None = None
         self.handlers: set[str] = set()
         self.answers: dict[str, Any] = {}
+        # A probing flow's input requests, by key, as received (a probe answers with them).
+        self.questions: dict[str, Any] = {}
         self.expected_state: str | None = None
         self.expected_keys: tuple[str, ...] = ()
         self.state_only_at: float | None = None
@@ -175,8 +180,8 @@ class Leg:
     separate one for a probe, so that probes neither shift nor touch the honest flow.
     """
 
-    __slots__ = ("_binding", "flow", "message", "net", "principal", "probe", "refused",
-                 "request_id", "sent_at")
+    __slots__ = ("_binding", "expect", "flow", "message", "net", "principal", "probe",
+                 "refused", "request_id", "sent_at")
 
     def __init__(self, flow: Flow, message: JsonObject, principal: str, probe: str | None,
                  sent_at: float, net: Prng) -> None:
@@ -188,6 +193,8 @@ class Leg:
         self.sent_at = sent_at
         self.net = net
         self.refused = False  # a probe: some answer to it refused it
+        # A stale_answer probe: the answers a complete result must echo (None once judged).
+        self.expect: dict[str, Any] | None = None
         self._binding: str | None = None
 
     @property
@@ -218,6 +225,11 @@ def binding_of(message: JsonObject, principal: str) -> str:
     params = message.get("params") or {}
     target = params.get("uri") if "uri" in params else params.get("name")
     return _CANONICAL([message.get("method"), target, params.get("arguments") or {}, principal])
+
+
+def clip(text: str) -> str:
+    """``text``, cut short for a violation's detail."""
+    return text if len(text) <= _CLIP else f"{text[:_CLIP]}... ({len(text)} characters)"
 
 
 def is_refusal(message: object) -> bool:
@@ -303,6 +315,15 @@ class RunState:
         self.violations.append(Violation(invariant=invariant, op=op, detail=detail,
                                          time=self.sched.now))
         self._note(op or "-", "CHECK", f"VIOLATION [{invariant}] {detail}")
+
+    def _judge(self, operation: Operation, result: JsonObject, answers: dict[str, Any]) -> str:
+        """Why ``result`` is wrong for ``operation`` given ``answers`` (the workload's check;
+        ``""`` when it is right)."""
+        try:
+            return self.workload.check(operation, result, answers)
+        except Exception as exc:  # a result the check cannot read is not right either
+            return (f"the workload's check raised {exc!r} on the result "
+                    f"{clip(_CANONICAL(result))}")
 
     def _transmit(self, leg: Leg, deliver: Callable[[Any], None], item: Any, what: str,
                   extra: float = 0.0) -> None:

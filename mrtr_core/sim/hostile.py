@@ -6,8 +6,8 @@ client flow must end each of them with the typed error listed in
 its round and time budget, and pace state-only rounds (digest §2.4, §2.6).
 
 A hostile client sends probes next to its honest flow: a tampered, swapped, foreign,
-replayed, expired or malformed use of a ``requestState`` it was given, or one under
-another method. Every probe in
+replayed, expired or malformed use of a ``requestState`` it was given, one under another
+method, or one that answers again a question of an earlier round. Every probe in
 :data:`PROBES_REFUSED` must be refused with ``-32602`` before any handler runs (S9-S13);
 :data:`PROBES` says what the others must get.
 """
@@ -77,12 +77,15 @@ HOSTILE_SERVERS: Final = tuple(HOSTILE_SERVER_ERRORS)
 PROBES_REFUSED: Final = ("tamper", "swap", "foreign", "expired", "malformed")
 """Probes the server must refuse (-32602) whatever the handler."""
 
-PROBES: Final = (*PROBES_REFUSED, "replay", "late_replay", "cross_method")
+PROBES: Final = (*PROBES_REFUSED, "replay", "late_replay", "cross_method", "stale_answer")
 """Every probe; ``replay`` and ``late_replay`` must be refused for single-use targets (S12)
 and may be served again otherwise. ``cross_method`` sends the state with the same name and
 arguments under the other of ``tools/call`` and ``prompts/get`` (the reference app has a
 tool and a prompt of one name): it must get an error, never a result (S11a; an app without
-that namesake answers -32602 or, without prompts at all, -32601)."""
+that namesake answers -32602 or, without prompts at all, -32601). ``stale_answer``
+(targets that are not single-use) answers the round just asked as an honest client would,
+plus another answer under a key an earlier round asked: the server must ignore that key
+(S14), so a complete result still echoes the answer given first."""
 
 
 def _form(message: str) -> JsonObject:

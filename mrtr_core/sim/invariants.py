@@ -65,7 +65,8 @@ operation (S12)."""
 ISOLATION: Final = "isolation"
 """A complete result is right for its own operation: the workload's check passes (for the
 reference workload: it carries its operation's id and every answer its client gave, and
-nothing of any other operation)."""
+nothing of any other operation). That holds for the result a ``stale_answer`` probe gets
+too: the answer it sends again under a key of an earlier round is ignored (S14)."""
 
 LIVENESS: Final = "liveness"
 """A flow that no fault touched completes."""

@@ -11,6 +11,8 @@ import pytest
 import mrtr_core.sim._clients as client_side
 from mrtr_core.client import ClientFlow, ClientLimits
 from mrtr_core.server import Context
+from mrtr_core.server.carried import Asked, Carried
+from mrtr_core.server.engine import ServerEngine
 from mrtr_core.sim import (
     Faults,
     Mutations,
@@ -191,7 +193,6 @@ def _caught(seed: int, invariant: str, shown: str, **simulation: Any) -> None:
     assert shown in report.transcript
 
 
-
 def test_a_client_that_stops_a_round_early_on_the_round_limit_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -208,7 +209,6 @@ def test_a_client_that_stops_a_round_early_on_the_round_limit_is_caught(
     monkeypatch.setattr(ClientFlow, "_check_input_required", early)
     _caught(40, inv.ROUND_LIMIT, "stopped by the round limit after 7 rounds; max_rounds is 8",
             flows=100, faults=Faults(hostile_server=1.0))
-
 
 
 def test_a_client_that_keeps_doubling_the_pacing_after_a_question_is_caught(
@@ -231,7 +231,6 @@ def test_a_client_that_keeps_doubling_the_pacing_after_a_question_is_caught(
             faults=Faults(hostile_server=1.0))
 
 
-
 def test_a_state_binding_without_the_method_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # S11a: a tool's state must not open a prompt of the same name.
     for_params = Binding.for_params.__func__  # type: ignore[attr-defined]
@@ -244,3 +243,25 @@ def test_a_state_binding_without_the_method_is_caught(monkeypatch: pytest.Monkey
     monkeypatch.setattr(Binding, "for_params", classmethod(without_method))
     _caught(42, inv.PROBE_REFUSED, "cross_method probe was not refused", flows=60,
             faults=Faults(hostile_client=1.0))
+
+
+def test_a_server_that_takes_an_answer_again_under_a_key_of_an_earlier_round_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # S14: a key the round did not ask is ignored, even one an earlier round asked; this
+    # server reads it again and overwrites the answer recorded then.
+    read = ServerEngine._read_responses
+
+    def reread(self: ServerEngine, raw: Any, carried: Carried) -> Any:
+        fresh, recorded, offered = read(self, raw, carried)
+        for key, answer in carried.answers.items():
+            if isinstance(raw, dict) and key in raw and key not in carried.asked:
+                fresh[key], recorded[key] = self._read_answer(
+                    key, Asked(answer.kind, answer.digest, None), raw[key])
+        return fresh, recorded, offered
+
+    monkeypatch.setattr(ServerEngine, "_read_responses", reread)
+    _caught(43, inv.ISOLATION,
+            "stale_answer probe completed with a result that is wrong: answer 'roots'",
+            flows=60, faults=Faults(hostile_client=1.0),
+            workload=ReferenceWorkload(mix=(0.0, 1.0, 0.0)))
