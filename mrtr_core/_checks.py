@@ -7,16 +7,18 @@ instead of as a hang, a crash deep inside, or a limit silently never enforced.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
 __all__ = [
+    "MAX_SECONDS",
     "client_options",
     "finite_seconds",
     "flag",
     "http_server_options",
     "instance_of",
+    "is_time_limit",
     "non_negative_seconds",
     "optional_text",
     "port_number",
@@ -45,6 +47,20 @@ def non_negative_seconds(name: str, value: Any) -> None:
     # ``not value >= 0`` also refuses nan.
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+
+
+MAX_SECONDS: Final = 1e9
+"""About 31 years: the longest time limit (a wait, a state's lifetime) taken anywhere. A
+blocking wait much longer (about 9.2e9 s on Linux) does not fit the system's time type."""
+
+
+def is_time_limit(value: Any) -> bool:
+    """Whether ``value`` is a number of seconds above 0 and at most :data:`MAX_SECONDS` (not
+    ``nan``, not an infinity, not a ``bool``)."""
+    # The chained comparison is false for nan as for anything out of range.
+    return not isinstance(value, bool) and isinstance(value, int | float) and (
+        0 < value <= MAX_SECONDS
+    )
 
 
 def finite_seconds(name: str, value: Any) -> None:

@@ -34,10 +34,10 @@ from mrtr_cli.calls import EXIT_FAILED, EXIT_OK, build_client, connect, explain
 from mrtr_cli.forms import Prompter
 from mrtr_cli.inputs import Inputs
 from mrtr_cli.keys import new_ring_data, write_ring
-from mrtr_cli.main import MAX_TIMEOUT_S
 from mrtr_cli.processes import ServerProcess, serve_argv
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.render import print_result
+from mrtr_core._checks import MAX_SECONDS, is_time_limit
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import MrtrError
 
@@ -63,9 +63,9 @@ def _seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+    if not is_time_limit(seconds):
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a positive number of seconds up to {MAX_TIMEOUT_S:g}")
+            f"{text!r} is not a positive number of seconds up to {MAX_SECONDS:g}")
     return seconds
 
 

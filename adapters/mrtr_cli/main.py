@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import shlex
@@ -45,6 +44,7 @@ from mrtr_cli.jsoninput import JsonInputError, read_json
 from mrtr_cli.keys import KeyFileError
 from mrtr_cli.progress import RoundReporter
 from mrtr_cli.terminal import pending_reads
+from mrtr_core._checks import MAX_SECONDS, is_time_limit
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.errors import LocalProtocolError, MrtrError
 from mrtr_core.wire.models import CALL_TOOL, GET_PROMPT, READ_RESOURCE, Root
@@ -53,7 +53,6 @@ __all__ = ["build_parser", "main"]
 
 
 EXIT_INTERRUPTED = 130
-MAX_TIMEOUT_S = 1e9  # the longest time limit ClientLimits takes
 
 
 class UsageError(Exception):
@@ -207,10 +206,8 @@ def _run_client_command(args: argparse.Namespace, out: Console, ui: Console) -> 
         raise UsageError("--sampling-reply and --sampling-command exclude each other")
     if args.max_rounds < 1:
         raise UsageError("--max-rounds must be at least 1")
-    if args.timeout is not None and not (
-        math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT_S
-    ):
-        raise UsageError(f"--timeout must be a positive number of seconds up to {MAX_TIMEOUT_S:g}")
+    if args.timeout is not None and not is_time_limit(args.timeout):
+        raise UsageError(f"--timeout must be a positive number of seconds up to {MAX_SECONDS:g}")
     for option, command in (("--stdio", args.stdio), ("--sampling-command", args.sampling_command)):
         if command is not None:
             try:

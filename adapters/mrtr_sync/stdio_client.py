@@ -195,10 +195,10 @@ class StdioTransport(StdioTransportBase[subprocess.Popen[bytes], _Pending]):
         Raises:
             TimeoutError: ``timeout`` ran out before any of the line was written (the
                 transport stays usable).
-            StdinStalledError: ``timeout`` ran out with the line half written (the transport
-                is unusable afterwards: digest §3.4, one message per line).
+            StdinStalledError: ``timeout`` ran out with the line half written, or an earlier
+                line stalled halfway (the transport is unusable afterwards: digest §3.4, one
+                message per line).
             ServerExitedError: stdin is closed, or the process ended.
-            StdinStalledError: An earlier line stalled halfway (the transport is unusable).
             mrtr_core.errors.TransportClosedError: The transport was closed before.
             mrtr_core.errors.RemoteProtocolError: The server wrote something that is not an
                 MCP message to stdout before (the transport is unusable).

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
-__all__ = ["ClientLimits"]
+from mrtr_core._checks import MAX_SECONDS, is_time_limit
 
-_MAX_SECONDS: Final = 1e9
-"""About 31 years: the longest time limit taken. A blocking wait much longer (about 9.2e9 s
-on Linux) does not fit the system's time type; ``None`` turns a time limit off."""
+__all__ = ["ClientLimits"]
 
 
 def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -19,13 +17,9 @@ def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> No
 
 
 def _positive(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not 0 < value <= _MAX_SECONDS  # also refuses NaN and infinity
-    ):
+    if not is_time_limit(value):  # also refuses NaN and infinity
         raise ValueError(
-            f"{attribute.name} must be a positive number of seconds up to {_MAX_SECONDS:g}, "
+            f"{attribute.name} must be a positive number of seconds up to {MAX_SECONDS:g}, "
             f"got {value!r}"
         )
 

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 from mrtr_core._checks import instance_of, optional_text, positive_int
 from mrtr_core.wire.models import (
+    INCLUDE_CONTEXT_VALUES,
     CreateMessageRequest,
     CreateMessageResult,
     ElicitFormRequest,
@@ -157,9 +158,6 @@ def sample(
     )
 
 
-_INCLUDE_CONTEXT = ("none", "thisServer", "allServers")
-
-
 def _a_list(value: Any) -> bool:
     """Whether ``value`` is a sequence that is neither a string nor bytes (nor a mapping)."""
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
@@ -192,7 +190,7 @@ def _check_sampling(
         _a_list(stop_sequences) and all(isinstance(s, str) for s in stop_sequences)
     ):
         raise TypeError(f"stop_sequences must be a list of strings, not {stop_sequences!r}")
-    if include_context is not None and include_context not in _INCLUDE_CONTEXT:
+    if include_context is not None and include_context not in INCLUDE_CONTEXT_VALUES:
         raise ValueError(
             f"include_context must be 'none', 'thisServer' or 'allServers', not "
             f"{include_context!r}"

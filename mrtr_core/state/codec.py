@@ -54,6 +54,7 @@ from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from mrtr_core import jsontext
+from mrtr_core._checks import MAX_SECONDS
 from mrtr_core.errors import StateSizeLimitError
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.errors import StateRejectedError
@@ -76,7 +77,6 @@ _PREFIX: Final[dict[str, str]] = {"aead": "v1.", "hmac": "v1s."}
 _KDF_INFO: Final = b"mrtr/requestState/v1/"
 _AUDIENCE_LABEL: Final = b"mrtr/requestState/audience:"
 _CLAIMS = struct.Struct(">Bdd16s16s")
-_MAX_SECONDS: Final = 1e9  # about 31 years: the longest ttl and skew a codec takes
 
 _ENCODE = jsontext.reusable(json.JSONEncoder(separators=(",", ":"), check_circular=False))
 _DECODE = json.JSONDecoder().decode
@@ -195,14 +195,14 @@ class StateCodec:
             raise ValueError(f"mode must be 'aead' or 'hmac', not {mode!r}")
         # Bounded so that every time derived from them (``exp + 2 * skew``, a replay guard's
         # expiry in milliseconds) stays finite, exact and within a 64-bit integer.
-        if not (_is_number(ttl) and 0 < ttl <= _MAX_SECONDS):
+        if not (_is_number(ttl) and 0 < ttl <= MAX_SECONDS):
             raise ValueError(
-                f"ttl must be a positive finite number of seconds up to {_MAX_SECONDS:g}, "
+                f"ttl must be a positive finite number of seconds up to {MAX_SECONDS:g}, "
                 f"got {ttl!r}"
             )
-        if not (_is_number(skew) and 0 <= skew <= _MAX_SECONDS):
+        if not (_is_number(skew) and 0 <= skew <= MAX_SECONDS):
             raise ValueError(
-                f"skew must be a non-negative finite number of seconds up to {_MAX_SECONDS:g}, "
+                f"skew must be a non-negative finite number of seconds up to {MAX_SECONDS:g}, "
                 f"got {skew!r}"
             )
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 64:

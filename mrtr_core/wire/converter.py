@@ -21,6 +21,7 @@ from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
     GET_PROMPT,
+    INCLUDE_CONTEXT_VALUES,
     READ_RESOURCE,
     ROOTS_LIST,
     SAMPLING_CREATE_MESSAGE,
@@ -392,7 +393,6 @@ def _check_sampling_message(message: Any, path: str) -> None:
                          path=f"{path}.content")
 
 
-_INCLUDE_CONTEXT: Final = ("none", "thisServer", "allServers")
 _TOOL_CHOICE_MODES: Final = ("auto", "required", "none")
 
 
@@ -400,7 +400,7 @@ def _check_sampling_options(params: JsonObject, path: str) -> None:
     """The optional members of ``CreateMessageRequestParams``, each of its type (digest
     §1.5 b): a handler reads them as such."""
     context = params.get("includeContext")
-    if context is not None and context not in _INCLUDE_CONTEXT:
+    if context is not None and context not in INCLUDE_CONTEXT_VALUES:
         raise CodecError(f"includeContext must be 'none', 'thisServer' or 'allServers', not "
                          f"{context!r}", path=f"{path}.includeContext")
     temperature = params.get("temperature")

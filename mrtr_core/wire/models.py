@@ -15,6 +15,7 @@ __all__ = [
     "CALL_TOOL",
     "ELICITATION_CREATE",
     "GET_PROMPT",
+    "INCLUDE_CONTEXT_VALUES",
     "INPUT_REQUEST_KINDS",
     "MRTR_METHODS",
     "PROTOCOL_VERSION",
@@ -62,6 +63,9 @@ ELICITATION_CREATE: Final = "elicitation/create"
 SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
 ROOTS_LIST: Final = "roots/list"
 INPUT_REQUEST_KINDS: Final = frozenset({ELICITATION_CREATE, SAMPLING_CREATE_MESSAGE, ROOTS_LIST})
+
+# CreateMessageRequestParams.includeContext (digest §1.5 b).
+INCLUDE_CONTEXT_VALUES: Final = ("none", "thisServer", "allServers")
 
 RESULT_TYPE_COMPLETE: Final = "complete"
 RESULT_TYPE_INPUT_REQUIRED: Final = "input_required"
