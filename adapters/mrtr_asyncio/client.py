@@ -110,7 +110,9 @@ class Client(AsyncClientBase[Handler]):
         """Close the transport and end every call in flight, wherever it waits (on the
         transport, its handlers, a pacing delay): its handlers are cancelled and it raises
         :class:`~mrtr_core.errors.TransportError` whose ``cause`` is a
-        :class:`~mrtr_core.errors.TransportClosedError`."""
+        :class:`~mrtr_core.errors.TransportClosedError`. Every call and ``resume`` made
+        after it is refused with that error before anything is sent, whatever the
+        transport does once closed."""
         current = asyncio.current_task()
         for task in self._calls - self._cut:
             if task is not current:

@@ -123,7 +123,6 @@ class Client(ClientBase[Handler]):
         self._pool_lock = threading.Lock()
         # The calls whose handlers use a pool now, for close() to signal; set under the lock.
         self._runs: set[_Handlers] = set()
-        self._closed = False
         self._closing = threading.Event()
         """Set by :meth:`close` through the clock: it ends a pacing delay at once."""
 
@@ -187,7 +186,9 @@ class Client(ClientBase[Handler]):
         request in flight), the pool drops its queued handlers, and its running handlers
         get their ``cancel`` event set; the call raises once they have returned (a handler
         that ignores the event keeps its call waiting until it returns); a call in the pacing
-        delay of a state-only round raises at once."""
+        delay of a state-only round raises at once. A call that has yet to send its next
+        leg, and every call and ``resume`` made after the close, raises that error before
+        anything is sent, whatever the transport does once closed."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
             self._closed = True
@@ -277,6 +278,8 @@ class Client(ClientBase[Handler]):
         """Block until the next fact: a response, a handler outcome, or the timer."""
         deadline = flow.deadline
         if send is not None:
+            if self._closed:  # close() came first (from on_event, another thread)
+                raise transport_failed(flow, client_closed(), self.clock.now())
             timeout = None if deadline is None else max(0.0, deadline - self.clock.now())
             try:
                 response = self.transport.request(send.message, timeout=timeout)

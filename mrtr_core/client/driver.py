@@ -367,6 +367,8 @@ class ClientBase(Generic[H]):
         # The last call's meta and handled kinds, and what they were derived from: calls
         # with the same configuration share them (and so the flow's per-meta caches).
         self._setup: tuple[tuple[Any, ...], RequestMeta, frozenset[str]] | None = None
+        self._closed = False
+        """Set when the client is closed: no call starts, and no round is resumed, after it."""
 
     def on_elicitation(self, fn: H, *, form: bool = True, url: bool = False) -> H:
         """Register the ``elicitation/create`` handler and the modes to declare."""
@@ -431,17 +433,30 @@ class ClientBase(Generic[H]):
         self._setup = (key, meta, kinds)
         return meta, kinds
 
+    def refuse_if_closed(self) -> None:
+        """Refuse a call once the client was closed, before anything is sent: a user's
+        transport may still accept requests after its close.
+
+        Raises:
+            TransportError: the client was closed (its ``cause`` is
+                :func:`client_closed`'s error, as for a call the close ended in flight).
+        """
+        if self._closed:
+            raise TransportError(client_closed())
+
     def new_flow(
         self, method: str, params: Mapping[str, Any] | None, **options: Unpack[CallOptions]
     ) -> ClientFlow:
         """The flow of one call, with this client's meta and the call's limits.
 
         Raises:
+            TransportError: the client was closed (:meth:`refuse_if_closed`).
             TypeError: An option that is not one of :class:`CallOptions` (a misspelt
                 ``timeout`` would leave the call without its budget), ``limits`` that is
                 not a :class:`ClientLimits` or ``None``, or ``auto`` that is not a bool or
                 ``None`` (``"no"`` would be read as true).
         """
+        self.refuse_if_closed()
         if options:
             unknown = options.keys() - _CALL_OPTIONS
             if unknown:
@@ -487,8 +502,10 @@ class ClientBase(Generic[H]):
         the flow's budget.
 
         Raises:
+            TransportError: the client was closed (:meth:`refuse_if_closed`).
             LocalProtocolError: ``pending`` is neither, or its data is not a saved flow.
         """
+        self.refuse_if_closed()
         data = pending.data if isinstance(pending, InputRequired) else pending
         if not isinstance(data, Mapping):
             raise LocalProtocolError(
@@ -560,8 +577,9 @@ def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> Transp
 
 
 def client_closed() -> TransportClosedError:
-    """Why a call in flight ended when its client (sync, trio or asyncio) was closed (the
-    ``cause`` of its :class:`~mrtr_core.errors.TransportError`)."""
+    """Why a call in flight ended when its client (sync, trio or asyncio) was closed, or why
+    one made after the close was refused (the ``cause`` of its
+    :class:`~mrtr_core.errors.TransportError`)."""
     return TransportClosedError("the client was closed")
 
 
@@ -646,7 +664,9 @@ class AsyncClientBase(ClientBase[H], abc.ABC):
 
     async def aclose(self) -> None:
         """Close the transport. A call it fails (the HTTP transports fail every request in
-        flight) raises :class:`~mrtr_core.errors.TransportError` to its caller."""
+        flight) raises :class:`~mrtr_core.errors.TransportError` to its caller; so does,
+        before anything is sent, every call and ``resume`` made after it."""
+        self._closed = True
         await self.transport.aclose()
 
     async def __aenter__(self) -> Self:

@@ -27,6 +27,7 @@ from mrtr_asyncio.testing import VirtualEventLoop
 from mrtr_sync.testing import VirtualClock
 
 from mrtr_core.client.commands import ClientCommand
+from mrtr_core.testing.memory import through_wire
 
 RUNTIMES = ("sync", "trio", "asyncio")
 
@@ -87,6 +88,36 @@ class Handle:
         return [t for t, k, w in self.log if k == key and w == what]
 
 
+class UserTransport:
+    """A sync transport of the user's own: it hands each request to ``server`` through the
+    wire and, unlike mrtr's transports, goes on doing so after :meth:`close` (which it only
+    notes)."""
+
+    def __init__(self, server: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.server = server
+        self.closed = False
+
+    def request(self, message: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        return through_wire(self.server(through_wire(message)))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class AsyncUserTransport:
+    """:class:`UserTransport` for the trio and asyncio clients."""
+
+    def __init__(self, server: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.server = server
+        self.closed = False
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        return through_wire(self.server(through_wire(message)))
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
 class Runtime(abc.ABC):
     """What a scenario needs from a runtime (see the module docstring)."""
 
@@ -110,9 +141,12 @@ class Runtime(abc.ABC):
         elicitation: Mapping[str, Behaviour] | None = None,
         sampling: Mapping[str, Behaviour] | None = None,
         roots: Mapping[str, Behaviour] | None = None,
+        user_transport: bool = False,
         **options: Any,
     ) -> Handle:
-        """A client over an in-memory transport to ``server``, handlers keyed by input key."""
+        """A client over an in-memory transport to ``server`` (with ``user_transport``, a
+        :class:`UserTransport` or :class:`AsyncUserTransport` instead, without latency),
+        handlers keyed by input key."""
         handle = Handle(client=None)
         kwargs = dict(options)
         kwargs.setdefault("on_event", lambda cmd: handle.events.append((self.now(), cmd)))
@@ -120,6 +154,10 @@ class Runtime(abc.ABC):
                             ("roots", roots)):
             if table is not None:
                 kwargs[kind] = self._handler(dict(table), handle)
+        if user_transport:
+            kwargs["transport"] = (UserTransport if self.name == "sync" else AsyncUserTransport)(
+                server
+            )
         handle.client = self._make_client(server, latency, kwargs)
         return handle
 
@@ -160,7 +198,9 @@ class SyncRuntime(Runtime):
         self.clock.sleep(seconds)
 
     def _make_client(self, server: Any, latency: Any, kwargs: dict[str, Any]) -> Any:
-        transport = mrtr_sync.MemoryTransport(server, latency=latency, clock=self.clock)
+        transport = kwargs.pop("transport", None) or mrtr_sync.MemoryTransport(
+            server, latency=latency, clock=self.clock
+        )
         return mrtr_sync.Client(transport, clock=self.clock, **kwargs)
 
     def _handler(self, table: dict[str, Behaviour], handle: Handle) -> Any:
@@ -214,7 +254,10 @@ class TrioRuntime(Runtime):
         self.clock.jump(seconds)
 
     def _make_client(self, server: Any, latency: Any, kwargs: dict[str, Any]) -> Any:
-        return mrtr_trio.Client(mrtr_trio.MemoryTransport(server, latency=latency), **kwargs)
+        transport = kwargs.pop("transport", None) or mrtr_trio.MemoryTransport(
+            server, latency=latency
+        )
+        return mrtr_trio.Client(transport, **kwargs)
 
     def _handler(self, table: dict[str, Behaviour], handle: Handle) -> Any:
         async def handler(request: Any, key: str) -> Any:
@@ -270,7 +313,9 @@ class AsyncioRuntime(Runtime):
         self.loop.advance(seconds)
 
     def _make_client(self, server: Any, latency: Any, kwargs: dict[str, Any]) -> Any:
-        transport = mrtr_asyncio.MemoryTransport(server, latency=latency)
+        transport = kwargs.pop("transport", None) or mrtr_asyncio.MemoryTransport(
+            server, latency=latency
+        )
         return mrtr_asyncio.Client(transport, **kwargs)
 
     def _handler(self, table: dict[str, Behaviour], handle: Handle) -> Any:

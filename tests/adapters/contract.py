@@ -571,7 +571,32 @@ def test_closed_client_fails_with_transport_error(rt: Runtime) -> None:
     error = error_of(rt.call(h, "call_tool", "deploy_production"), TransportError)
     assert error.last_result is None and server.requests == []
     assert isinstance(error.cause, TransportClosedError)
-    assert str(error.cause) == "the transport was closed"  # as the stdio transports say
+    assert str(error.cause) == "the client was closed"  # refused before the transport
+
+
+def test_closed_client_refuses_every_call_over_a_transport_that_still_accepts(
+    rt: Runtime,
+) -> None:
+    # The client itself refuses, before anything is sent: a user's transport may go on
+    # accepting requests after its close.
+    server = ScriptedServer([DEPLOY_ROUND] + [DEPLOYED] * 6)
+    h = rt.client(server, auto=False, elicitation=deploy_handlers(), user_transport=True)
+    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    rt.close(h).unwrap()
+    assert h.client.transport.closed
+    answers = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+    for method, args in [
+        ("call_tool", ("deploy_production",)),
+        ("get_prompt", ("greet",)),
+        ("read_resource", ("file:///plan.txt",)),
+        ("request", ("ping",)),
+        ("resume", (pending, answers)),
+        ("resume", (pending.data, answers)),
+    ]:
+        error = error_of(rt.call(h, method, *args), TransportError)
+        assert type(error.cause) is TransportClosedError, method
+        assert str(error.cause) == "the client was closed"
+    assert len(server.requests) == 1
 
 
 # --- against the real server engine ----------------------------------------------------------

@@ -15,10 +15,11 @@ import mrtr_trio
 import pytest
 import trio
 import trio.testing
+from adapter_harness import UserTransport
 from mrtr_asyncio.testing import VirtualEventLoop
 from mrtr_sync.testing import VirtualClock
 
-from mrtr_core.client import ClientLimits
+from mrtr_core.client import ClientLimits, RoundStarted
 from mrtr_core.errors import TransportClosedError, TransportError
 from mrtr_core.testing import ScriptedServer, elicit_form, input_required, tool_result
 from mrtr_core.wire import ElicitResult
@@ -255,3 +256,25 @@ def test_asyncio_aclose_while_a_failed_call_waits_for_a_cancelled_handler() -> N
         loop.run_until_complete(main())
     finally:
         loop.close()
+
+
+def test_sync_close_from_on_event_stops_the_next_leg_over_a_transport_that_still_accepts() -> None:
+    # on_event closes the client as round 2 is about to be sent: the client itself holds the
+    # retry back, whatever its transport still accepts.
+    scripted = waits_for_input()
+    transport = UserTransport(scripted)
+    client: mrtr_sync.Client
+
+    def on_event(cmd: object) -> None:
+        if isinstance(cmd, RoundStarted) and cmd.round == 2:
+            client.close()
+
+    def answer(request: Any, key: str) -> ElicitResult:
+        return ElicitResult(action="accept", content={"ok": True})
+
+    client = mrtr_sync.Client(transport, elicitation=answer, on_event=on_event, limits=LIMITS,
+                              clock=VirtualClock())
+    with pytest.raises(TransportError) as info:
+        client.call_tool("t")
+    assert_closed(info.value)
+    assert transport.closed and len(scripted.requests) == 1
