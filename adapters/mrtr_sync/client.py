@@ -168,14 +168,16 @@ class Client(ClientBase[Handler]):
         raised by a client on this clock (or, for the default system clock, by any client
         in this process); saved data carries the budget it had left.
 
+        A round is answered once: an :class:`InputRequired` resumed already is refused.
+
         Raises:
-            LocalProtocolError: ``pending`` is not a pending round or its saved data,
-                or ``answers`` misses a key of the round, names a key not in it, or holds
-                an answer of the wrong shape; nothing is sent.
+            LocalProtocolError: ``pending`` is not a pending round or its saved data, or is
+                an :class:`InputRequired` resumed already (the first resume may still be
+                running), or ``answers`` misses a key of the round, names a key not in it,
+                or holds an answer of the wrong shape; nothing is sent.
         """
-        now = self.clock.now()
-        flow = self.restore_flow(pending, now, _time_line(self.clock))
-        return self._drive(flow, self.answer_round(flow, answers, now))
+        flow, cmds = self.resume_flow(pending, answers, self.clock.now(), _time_line(self.clock))
+        return self._drive(flow, cmds)
 
     def close(self) -> None:
         """Close the transport and the handler pool (running handlers are not waited for).

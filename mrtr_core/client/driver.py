@@ -204,6 +204,12 @@ class InputRequired(Exception):
     the flow can be stored and resumed later by another client instance, in another
     process.
 
+    A round is answered once (its ``requestState`` goes to the server once): after a
+    ``resume`` of this exception has taken its answers (:attr:`resumed`), another resume of
+    it, whether the first is still running or over, is refused and sends nothing. ``data``
+    carries no such mark: saved data resumed twice is refused only by the server (a
+    single-use tool's replay guard).
+
     The time the flow waits for answers counts against its budget (``flow_timeout``)
     whenever it can be measured: when this exception itself is resumed on the clock it was
     raised on. Data restored elsewhere carries the budget that was left when it was saved.
@@ -232,6 +238,22 @@ class InputRequired(Exception):
         self.data = data
         self.saved_at = saved_at
         self.clock = clock
+        # Emptied by the resume that takes the round: list.pop is atomic, so only one of two
+        # resumes racing in threads gets the item.
+        self._unresumed: list[None] = [None]
+
+    @property
+    def resumed(self) -> bool:
+        """Whether a ``resume`` has taken this round's answers (it is not resumed again)."""
+        return not self._unresumed
+
+    def _take(self) -> bool:
+        """Mark the round resumed; ``False`` when a resume took it already."""
+        try:
+            self._unresumed.pop()
+        except IndexError:
+            return False
+        return True
 
     @property
     def input_requests(self) -> Mapping[str, InputRequest]:
@@ -531,6 +553,32 @@ class ClientBase(Generic[H]):
 
         return ClientFlow.from_data(data, now=at, next_id=next_id, random=self._random)
 
+    def resume_flow(
+        self,
+        pending: InputRequired | Mapping[str, Any],
+        answers: Mapping[str, object],
+        now: float,
+        clock: object = None,
+    ) -> tuple[ClientFlow, list[ClientCommand]]:
+        """The flow of a manual-mode round and what it orders once ``answers`` are in
+        (``resume``): :meth:`restore_flow`, then :meth:`answer_round`. An
+        :class:`InputRequired` is marked :attr:`~InputRequired.resumed` then, and resumed once.
+
+        Raises:
+            TransportError: the client was closed (:meth:`refuse_if_closed`).
+            LocalProtocolError: ``pending`` is an :class:`InputRequired` resumed already,
+                or see :meth:`restore_flow` and :meth:`answer_round`; nothing is sent.
+        """
+        self.refuse_if_closed()
+        once = pending if isinstance(pending, InputRequired) else None
+        if once is not None and once.resumed:
+            raise _resumed_again(once)
+        flow = self.restore_flow(pending, now, clock)
+        cmds = self.answer_round(flow, answers, now)
+        if once is not None and not once._take():  # another resume took it meanwhile
+            raise _resumed_again(once)
+        return flow, cmds
+
     @staticmethod
     def answer_round(
         flow: ClientFlow, answers: Mapping[str, object], now: float
@@ -558,6 +606,14 @@ class ClientBase(Generic[H]):
         """Pass a round notice to ``on_event``."""
         if self.on_event is not None:
             self.on_event(cmd)
+
+
+def _resumed_again(pending: InputRequired) -> LocalProtocolError:
+    """Why a second ``resume`` of ``pending`` is refused."""
+    return LocalProtocolError(
+        f"round {pending.round} was already resumed: a round is answered once (its "
+        f"requestState goes to the server once); nothing was sent"
+    )
 
 
 def transport_failed(flow: ClientFlow, exc: BaseException, now: float) -> TransportError:
@@ -653,14 +709,16 @@ class AsyncClientBase(ClientBase[H], abc.ABC):
         raised on the same clock (the same event loop, the same ``trio.run``); saved data
         carries the budget it had left.
 
+        A round is answered once: an :class:`InputRequired` resumed already is refused.
+
         Raises:
-            LocalProtocolError: ``pending`` is not a pending round or its saved data,
-                or ``answers`` misses a key of the round, names a key not in it, or holds
-                an answer of the wrong shape; nothing is sent.
+            LocalProtocolError: ``pending`` is not a pending round or its saved data, or is
+                an :class:`InputRequired` resumed already (the first resume may still be
+                running), or ``answers`` misses a key of the round, names a key not in it,
+                or holds an answer of the wrong shape; nothing is sent.
         """
-        now = self._now()
-        flow = self.restore_flow(pending, now, self._clock())
-        return await self._drive(flow, self.answer_round(flow, answers, now))
+        flow, cmds = self.resume_flow(pending, answers, self._now(), self._clock())
+        return await self._drive(flow, cmds)
 
     async def aclose(self) -> None:
         """Close the transport. A call it fails (the HTTP transports fail every request in

@@ -404,6 +404,32 @@ def test_resume_with_an_unknown_key_or_a_malformed_answer_sends_nothing(
     assert len(server.requests) == 1
 
 
+def test_a_round_is_resumed_once(rt: Runtime) -> None:
+    # Its requestState goes to the server once: a second resume of the same InputRequired
+    # is refused, naming why, and sends nothing (the server's single-use guard is not needed).
+    server, h, pending = _manual_deploy_round(rt)
+    assert not pending.resumed
+    answers = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+    assert rt.call(h, "resume", pending, answers).unwrap() == DEPLOYED
+    assert pending.resumed
+    again = rt.call(h, "resume", pending, answers)
+    error = error_of(again, LocalProtocolError)
+    assert "round 1 was already resumed" in str(error)
+    assert len(server.requests) == 2
+
+
+def test_a_round_is_not_resumed_again_while_its_resume_is_in_flight(rt: Runtime) -> None:
+    server = ScriptedServer([DEPLOY_ROUND, DEPLOYED])
+    h = rt.client(server, auto=False, elicitation=deploy_handlers(), latency=1.0)
+    pending = error_of(rt.call(h, "call_tool", "deploy_production"), InputRequired)
+    answers = {"confirm_deploy": CONFIRMED, "change_ticket": TICKET_DICT}
+    both = rt.gather(*[(h, "resume", (pending, answers), {})] * 2)
+    refused = [o for o in both if o.error is not None]
+    assert [o.result for o in both if o.error is None] == [DEPLOYED] and len(refused) == 1
+    assert "round 1 was already resumed" in str(error_of(refused[0], LocalProtocolError))
+    assert len(server.requests) == 2
+
+
 @pytest.mark.parametrize("pending", ["round 1", None, 42, ["confirm_deploy"]])
 def test_resume_of_something_not_a_pending_round_is_refused_naming_it(
     rt: Runtime, pending: Any
