@@ -346,12 +346,13 @@ def test_an_explicit_input_required_takes_a_mapping(rt: Runtime, requests: Any) 
         ("tools/call", {"content": [{"type": "text", "text": "x"}],
                         "structuredContent": float("nan")}),
         ("tools/call", {"content": [{"type": "text", "text": "x"}], "structuredContent": {1, 2}}),
-        ("tools/call", {"content": [{"type": "text", "text": "x", "annotations": b"raw"}]}),
+        ("tools/call", {"content": [{"type": "text", "text": "x", "_meta": {"raw": b"raw"}}]}),
         ("prompts/get", [{"role": "user", "content": {"type": "text", "text": "x",
-                                                      "_meta": {"a"}}}]),
+                                                      "_meta": {"a": {"a"}}}}]),
         ("prompts/get", {"messages": ["hi"], "_meta": {"n": float("inf")}}),
         ("resources/read", [{"uri": "x://r", "text": "t", "size": float("nan")}]),
-        ("resources/read", {"contents": [{"uri": "x://r", "blob": "AAE=", "_meta": {b"raw"}}]}),
+        ("resources/read", {"contents": [{"uri": "x://r", "blob": "AAE=",
+                                          "_meta": {"raw": {b"raw"}}}]}),
     ],
 )
 def test_a_result_the_handler_built_that_is_not_json_is_an_internal_error(
@@ -450,6 +451,88 @@ def test_a_prompt_message_block_without_its_members_is_an_internal_error(
         f"handler returned an invalid result: messages[1].content {problem}")
 
 
+_TEXT: Any = {"type": "text", "text": "x"}
+_LINK: Any = {"type": "resource_link", "uri": "x://r", "name": "r"}
+_EMBED: Any = {"type": "resource", "resource": {"uri": "x://r", "text": "t"}}
+_AUDIENCE = "annotations.audience must be a list of 'user' and 'assistant'"
+_PRIORITY = "annotations.priority must be a number from 0 to 1"
+_BAD_OPTIONAL_MEMBERS = [
+    ({**_TEXT, "annotations": "high"}, "annotations must be an object"),
+    ({**_TEXT, "annotations": None}, "annotations must be an object"),
+    ({**_TEXT, "annotations": {"audience": "user"}}, _AUDIENCE),
+    ({**_TEXT, "annotations": {"audience": ["user", "system"]}}, _AUDIENCE),
+    ({**_TEXT, "annotations": {"audience": [["user"]]}}, _AUDIENCE),
+    ({**_TEXT, "annotations": {"priority": 2}}, _PRIORITY),
+    ({**_TEXT, "annotations": {"priority": -0.5}}, _PRIORITY),
+    ({**_TEXT, "annotations": {"priority": "1"}}, _PRIORITY),
+    ({**_TEXT, "annotations": {"priority": True}}, _PRIORITY),
+    ({**_TEXT, "annotations": {"lastModified": 20250112}},
+     "annotations.lastModified must be a string"),
+    ({**_TEXT, "_meta": 5}, "_meta must be an object"),
+    ({"type": "image", "data": "AAE=", "mimeType": "image/png", "_meta": ["k"]},
+     "_meta must be an object"),
+    ({"type": "image", "data": "AAE=", "mimeType": "image/png",
+      "annotations": {"priority": 1.5}}, _PRIORITY),
+    ({"type": "audio", "data": "AAE=", "mimeType": "audio/wav",
+      "annotations": {"audience": ["Assistant"]}}, _AUDIENCE),
+    ({**_LINK, "title": 5}, "title must be a string"),
+    ({**_LINK, "description": None}, "description must be a string"),
+    ({**_LINK, "mimeType": ["text/plain"]}, "mimeType must be a string"),
+    ({**_LINK, "size": "12"}, "size must be an integer"),
+    ({**_LINK, "size": 1.5}, "size must be an integer"),
+    ({**_LINK, "size": True}, "size must be an integer"),
+    ({**_LINK, "_meta": "m"}, "_meta must be an object"),
+    ({**_LINK, "annotations": {"lastModified": None}},
+     "annotations.lastModified must be a string"),
+    ({**_LINK, "icons": "x.png"}, "icons must be a list of icons"),
+    ({**_LINK, "icons": {"src": "x.png"}}, "icons must be a list of icons"),
+    ({**_LINK, "icons": ["x.png"]}, "icons[0] must be an icon (an object) with a string 'src'"),
+    ({**_LINK, "icons": [{"mimeType": "image/png"}]},
+     "icons[0] must be an icon (an object) with a string 'src'"),
+    ({**_LINK, "icons": [{"src": "a.png"}, {"src": 5}]},
+     "icons[1] must be an icon (an object) with a string 'src'"),
+    ({**_LINK, "icons": [{"src": "a.png", "mimeType": 5}]},
+     "icons[0].mimeType must be a string"),
+    ({**_LINK, "icons": [{"src": "a.png", "sizes": "48x48"}]},
+     "icons[0].sizes must be a list of strings"),
+    ({**_LINK, "icons": [{"src": "a.png", "sizes": [48]}]},
+     "icons[0].sizes must be a list of strings"),
+    ({**_LINK, "icons": [{"src": "a.png", "theme": "blue"}]},
+     "icons[0].theme must be 'light' or 'dark'"),
+    ({**_EMBED, "annotations": {"priority": None}}, _PRIORITY),
+    ({**_EMBED, "_meta": None}, "_meta must be an object"),
+    ({"type": "resource", "resource": {"uri": "x://r", "blob": "AAE=", "_meta": 5}},
+     "resource._meta must be an object"),
+]
+
+
+@pytest.mark.parametrize(("block", "problem"), _BAD_OPTIONAL_MEMBERS)
+def test_a_content_block_with_a_wrongly_typed_optional_member_is_an_internal_error(
+    block: Any, problem: str
+) -> None:
+    # ContentBlock (digest §1.3; schema.ts): each optional member has a type too, and a
+    # client checking the schema refuses the whole result when one is wrong, in a tool's
+    # content as in a prompt message.
+    tool = _built_app({"content": [{"type": "text", "text": "ok"}, block]})
+    prompt = _built_app(["ok", {"role": "assistant", "content": block}])
+    assert (_invalid(tool, "tools/call"), _invalid(prompt, "prompts/get")) == (
+        f"handler returned an invalid result: content[1].{problem}",
+        f"handler returned an invalid result: messages[1].content.{problem}",
+    )
+
+
+@pytest.mark.parametrize("value", [
+    [{"uri": "x://r", "text": "t"}, {"uri": "x://r", "blob": "AAE=", "_meta": 5}],
+    {"contents": [{"uri": "x://r", "text": "t"}, {"uri": "x://r", "text": "", "_meta": None}]},
+])
+def test_a_read_contents_item_with_a_meta_that_is_not_an_object_is_an_internal_error(
+    value: Any
+) -> None:
+    # TextResourceContents/BlobResourceContents._meta is an object (schema.ts).
+    assert _invalid(_built_app(value), "resources/read") == (
+        "handler returned an invalid result: contents[1]._meta must be an object")
+
+
 @pytest.mark.parametrize(("value", "problem"), [
     ({"messages": ["hi"], "description": 5}, "description must be a string"),
     ({"messages": ["hi"], "description": None}, "description must be a string"),
@@ -495,6 +578,18 @@ _GOOD_BLOCKS = [
     {"type": "resource_link", "uri": "x://r", "name": "r", "mimeType": "text/plain"},
     {"type": "resource", "resource": {"uri": "x://r", "text": "t"}},
     {"type": "resource", "resource": {"uri": "x://r", "blob": "AAE=", "mimeType": "a/b"}},
+    {"type": "text", "text": "x", "_meta": {},
+     "annotations": {"audience": ["user", "assistant"], "priority": 0,
+                     "lastModified": "2025-01-12T15:00:58Z"}},
+    {"type": "image", "data": "AAE=", "mimeType": "image/png",
+     "annotations": {"audience": [], "priority": 0.5}},
+    {"type": "resource_link", "uri": "x://r", "name": "r", "title": "R", "description": "d",
+     "size": 0, "_meta": {"k": 1}, "annotations": {},
+     "icons": [{"src": "https://example.com/a.png"},
+               {"src": "data:image/png;base64,AAE=", "mimeType": "image/png",
+                "sizes": ["48x48", "any"], "theme": "dark"}]},
+    {"type": "resource", "annotations": {"priority": 1.0}, "_meta": {},
+     "resource": {"uri": "x://r", "text": "t", "_meta": {"k": [1]}}},
 ]
 
 
