@@ -414,9 +414,12 @@ def _prompt_argument(
     prompt: str, value: PromptArgument | Mapping[str, Any] | str
 ) -> PromptArgument:
     """One declared argument of ``prompt``: a ``PromptArgument``, a name (required), or a
-    ``{"name", "description", "required"}`` mapping; anything else is refused."""
+    ``{"name", "description", "required"}`` mapping; anything else is refused. A
+    ``PromptArgument`` is checked as the mapping of its fields is: they go on the wire as
+    they are (``prompts/list``)."""
     if isinstance(value, PromptArgument):
-        return value
+        value = {"name": value.name, "description": value.description,
+                 "required": value.required}
     if isinstance(value, str):
         return PromptArgument(name=value, required=True)
     if not isinstance(value, Mapping):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mrtr_core import App, KeyRing, StateCodec
+from mrtr_core.app import PromptArgument
 from mrtr_core.http import HttpClientConfig, HttpServerConfig
 from mrtr_core.server import ServerEngine, ServerLimits
 
@@ -208,6 +209,13 @@ def test_tool_registration_refuses_bad_values_naming_the_tool(
         ({"arguments": [{"name": "who", "required": "no"}]}, TypeError,
          "prompt 'greet': argument 'who' required must be True or False, not str"),
         ({"arguments": [{"name": "who", "description": 3}]}, TypeError,
+         "prompt 'greet': argument 'who' description must be a string or None, not int"),
+        # A PromptArgument is checked as a mapping is: its fields go on the wire as they are.
+        ({"arguments": [PromptArgument(name="")]}, ValueError,
+         "prompt 'greet': an argument needs a non-empty string name"),
+        ({"arguments": [PromptArgument(name="who", required=1)]}, TypeError,  # type: ignore[arg-type]
+         "prompt 'greet': argument 'who' required must be True or False, not int"),
+        ({"arguments": [PromptArgument(name="who", description=3)]}, TypeError,  # type: ignore[arg-type]
          "prompt 'greet': argument 'who' description must be a string or None, not int"),
         ({"description": b"hi"}, TypeError, "prompt 'greet': description must be a string or None"),
         ({"single_use": 1}, TypeError, "prompt 'greet': single_use must be True or False, not int"),
