@@ -203,8 +203,9 @@ class App:
         Args:
             name: Defaults to the function's name (1-128 of ``[A-Za-z0-9_.-]``).
             description: Defaults to the docstring's first paragraph.
-            input_schema: A JSON Schema (2020-12) with ``type: object`` at the root; by
-                default derived from the handler's keyword parameters and annotations.
+            input_schema: A JSON Schema (2020-12, JSON values only) with ``type: object`` at
+                the root; by default derived from the handler's keyword parameters and
+                annotations.
                 Arguments are validated against it (-32602 on mismatch).
             single_use: Every ``requestState`` of this tool may be redeemed once (the driver
                 claims it on a replay guard first).

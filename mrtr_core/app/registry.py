@@ -9,6 +9,7 @@ arguments against themselves; the app turns those findings into ``-32602`` error
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import types
 import typing
@@ -281,6 +282,12 @@ class ToolDef:
                 f"tool {tool_name!r}: inputSchema is not a valid JSON Schema 2020-12:"
                 f" {exc.message}" + (f" (at {path})" if path else "")
             ) from None
+        # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
+        # RFC 8259 has no such value) would fail every listing instead of this one tool.
+        try:
+            json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"tool {tool_name!r}: inputSchema is not JSON ({exc})") from None
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.

@@ -180,6 +180,13 @@ def _greet(ctx: Any) -> str:
         ({"input_schema": {"type": "object", "properties": {"n": {"type": 5}}}}, ValueError,
          "tool 'greet': inputSchema is not a valid JSON Schema 2020-12: .*"
          " \\(at properties/n/type\\)"),
+        # Listed as it is in tools/list: a value JSON cannot write would fail every listing.
+        ({"input_schema": {"type": "object", "default": {1, 2}}}, ValueError,
+         "tool 'greet': inputSchema is not JSON \\(Object of type set is not JSON"),
+        ({"input_schema": {"type": "object", "properties": {"n": {"maximum": float("nan")}}}},
+         ValueError, "tool 'greet': inputSchema is not JSON \\(Out of range float values"),
+        ({"input_schema": {"type": "object", "properties": {"a": {"default": b"x"}}}},
+         ValueError, "tool 'greet': inputSchema is not JSON \\(Object of type bytes"),
         ({"input_schema": "{}"}, TypeError,
          "tool 'greet': input_schema must be a JSON Schema mapping or None, not str"),
         ({"description": 5}, TypeError,
