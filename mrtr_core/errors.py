@@ -232,7 +232,11 @@ class StateSizeLimitError(LimitExceededError):
 
 
 class InputRequestsLimitError(LimitExceededError):
-    """An ``input_required`` result carried more ``inputRequests`` entries than allowed."""
+    """An ``input_required`` result carried more ``inputRequests`` entries than allowed.
+
+    A response is refused on its count alone, before any entry is read, so ``last_result``
+    is then that result as received (a mapping, which ``ClientFlow.resume`` also takes).
+    """
 
 
 class TransportError(MrtrError):

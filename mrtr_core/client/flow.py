@@ -711,6 +711,11 @@ class ClientFlow:
                 RemoteProtocolError(f"{self._method} must not answer input_required",
                                     result=result)
             )
+        # Peer input is bounded before it is read: an oversized inputRequests map is
+        # refused on its count alone, before any of its entries is structured.
+        raw_requests = result.get("inputRequests")
+        if isinstance(raw_requests, dict) and len(raw_requests) > self._limits.max_input_requests:
+            return self._reject(self._too_many_requests(len(raw_requests), result))
         try:
             parsed = structure_input_required(result)
         except CodecError as exc:
@@ -788,10 +793,7 @@ class ClientFlow:
         limits = self._limits
         requests = result.input_requests or _NO_REQUESTS
         if len(requests) > limits.max_input_requests:
-            return InputRequestsLimitError(
-                f"{len(requests)} inputRequests entries, more than {limits.max_input_requests}",
-                limit="max_input_requests", value=limits.max_input_requests, last_result=result,
-            )
+            return self._too_many_requests(len(requests), result)
         state = result.request_state
         # A str of n code points is at most 4n UTF-8 bytes: encode only when it may matter.
         if state is not None and len(state) * 4 > limits.max_state_bytes:
@@ -811,6 +813,15 @@ class ClientFlow:
             if reason is not None:
                 return UnsupportedInputError(key, request.method, reason, last_result=result)
         return None
+
+    def _too_many_requests(self, count: int, result: Any) -> InputRequestsLimitError:
+        """The error for an ``input_required`` result (a model, or as received) with
+        ``count`` ``inputRequests`` entries, more than ``max_input_requests``."""
+        limit = self._limits.max_input_requests
+        return InputRequestsLimitError(
+            f"{count} inputRequests entries, more than {limit}",
+            limit="max_input_requests", value=limit, last_result=result,
+        )
 
     def _unsupported(self, request: InputRequest) -> str | None:
         """Why this client cannot take ``request`` (S6, S6a, S6b), or ``None``.

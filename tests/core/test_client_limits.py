@@ -9,7 +9,9 @@ import attrs
 import pytest
 from client_helpers import (
     ACCEPT,
+    ALL_KINDS,
     META,
+    PARAMS,
     Ids,
     answer_all,
     done,
@@ -396,8 +398,57 @@ def test_too_many_input_requests_fail_before_anything_is_invoked() -> None:
     [fail] = commands
     assert isinstance(fail, Fail) and type(fail.error) is InputRequestsLimitError
     assert fail.error.limit == "max_input_requests" and fail.error.value == 2
-    assert fail.error.last_result is not None
-    assert set(fail.error.last_result.input_requests or {}) == {"a", "b", "c"}
+    # Refused on its count alone: last_result is the result as received.
+    assert set(fail.error.last_result["inputRequests"]) == {"a", "b", "c"}
+
+
+class _CountingRequests(dict[str, Any]):
+    """An ``inputRequests`` map that counts how often its entries are read."""
+
+    reads = 0
+
+    def items(self) -> Any:
+        type(self).reads += 1
+        return super().items()
+
+    def values(self) -> Any:
+        type(self).reads += 1
+        return super().values()
+
+    def __iter__(self) -> Any:
+        type(self).reads += 1
+        return super().__iter__()
+
+    def __getitem__(self, key: str) -> Any:
+        type(self).reads += 1
+        return super().__getitem__(key)
+
+
+def test_too_many_input_requests_are_refused_before_any_entry_is_read() -> None:
+    # The entry past the limit is malformed: reading it would fail with a CodecError.
+    flow = make_flow(limits=limits(max_input_requests=2))
+    [fail] = to_handlers(flow, {"a": form(), "b": form(), "c": {"method": "no/such"}})
+    assert isinstance(fail, Fail) and type(fail.error) is InputRequestsLimitError
+    assert fail.error.value == 2 and "3 inputRequests entries" in str(fail.error)
+    assert flow.state is FlowState.FAILED
+    _CountingRequests.reads = 0
+    requests = _CountingRequests(a=form(), b=form(), c=form())
+    flow = make_flow(limits=limits(max_input_requests=2))
+    [fail] = to_handlers(flow, requests)
+    assert type(fail.error) is InputRequestsLimitError
+    assert fail.error.last_result["inputRequests"] is requests
+    assert _CountingRequests.reads == 0
+
+
+def test_a_resume_takes_the_result_a_count_limit_refused() -> None:
+    flow = make_flow(limits=limits(max_input_requests=1))
+    [fail] = to_handlers(flow, {"a": form(), "b": form()})
+    assert isinstance(fail, Fail) and type(fail.error) is InputRequestsLimitError
+    again = ClientFlow.resume(
+        "tools/call", PARAMS, fail.error.last_result, meta=META,
+        handled_kinds=ALL_KINDS, next_id=Ids(), limits=limits(),
+    )
+    assert sorted(names(again.start(2.0))) == ["InputNeeded", "InvokeHandler", "InvokeHandler"]
 
 
 @pytest.mark.parametrize(
@@ -426,8 +477,11 @@ def test_every_limit_error_carries_the_last_result(case: str) -> None:
         commands = flow.handle(TimerFired(), 13.0)
     fail = commands[-1]
     assert isinstance(fail, Fail) and isinstance(fail.error, LimitExceededError)
-    assert isinstance(fail.error.last_result, InputRequiredResult)
     expected_state = "s1" if case == "leg" else "state-2"
+    if case == "requests":  # refused on its count alone, before it was read
+        assert fail.error.last_result == second
+        return
+    assert isinstance(fail.error.last_result, InputRequiredResult)
     assert fail.error.last_result.request_state == expected_state
 
 
