@@ -27,6 +27,7 @@ from mrtr_core import jsonrpc
 from mrtr_core._checks import positive_int
 from mrtr_core.app import App, drive_async
 from mrtr_core.app.drive_async import internal_error_reply
+from mrtr_core.app.reply import reply_lines
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
 from mrtr_core.stdio import (
     CANCELLED,
@@ -151,20 +152,18 @@ async def _serve(
     # cancel for that id must silence each of them (cancellation.mdx).
     tasks: dict[RequestId, set[asyncio.Task[None]]] = {}
 
-    async def write(message: dict[str, Any]) -> None:
+    async def write(line: bytes) -> None:
         async with write_lock:
             with contextlib.suppress(OSError, RuntimeError):
-                await send(encode_line(message))
+                await send(line)
 
     async def answer(event: MessageReceived) -> None:
         reply = await drive_async.answer(
             app, event.message, event.request_id, clock=clock, principal=principal, guard=guard,
             pass_through=_PASS_THROUGH,
         )
-        for note in reply.notifications:
-            await write(note)
-        if reply.message is not None:
-            await write(reply.message)
+        for line in reply_lines(reply, event.request_id):
+            await write(line)
 
     async with asyncio.TaskGroup() as group:
         while True:
@@ -176,7 +175,7 @@ async def _serve(
                     data = b""
                 conn.receive_data(data)
             elif isinstance(event, MessageRejected):
-                await write(event.response)
+                await write(encode_line(event.response))
             elif isinstance(event, MessageReceived):
                 rid = event.request_id
                 if rid is None and event.parsed.method == CANCELLED:

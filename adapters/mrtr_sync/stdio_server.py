@@ -26,7 +26,7 @@ from typing import IO, Any
 from mrtr_core import jsonrpc
 from mrtr_core._checks import positive_int
 from mrtr_core.app import App, Reply, RunHandler, run_inline
-from mrtr_core.app.reply import internal_error_reply
+from mrtr_core.app.reply import internal_error_reply, reply_lines
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
 from mrtr_core.state import claim_verdict
 from mrtr_core.stdio import (
@@ -80,10 +80,9 @@ class _Writer:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def write(self, message: dict[str, Any], wanted: Callable[[], bool] | None = None) -> None:
+    def write(self, line: bytes, wanted: Callable[[], bool] | None = None) -> None:
         """Write one line; ``wanted`` is asked once this writer's turn comes (a reply can
         wait here behind a full pipe, and its request may be cancelled meanwhile)."""
-        line = encode_line(message)
         with self._lock, contextlib.suppress(OSError, ValueError):
             if wanted is not None and not wanted():
                 return
@@ -165,10 +164,8 @@ def serve_stdio(
             # and the pool would shrink (at zero, even end of input waits forever).
             reply = internal_error_reply(rid, exc)
         wanted = None if job is None else functools.partial(is_wanted, job)
-        for note in reply.notifications:
-            writer.write(note, wanted)  # the client cancelled it: no response (cancellation.mdx)
-        if reply.message is not None:
-            writer.write(reply.message, wanted)
+        for line in reply_lines(reply, rid):
+            writer.write(line, wanted)  # the client cancelled it: no response (cancellation.mdx)
 
     def worker() -> None:
         while (job := work.get()) is not None:
@@ -197,7 +194,7 @@ def serve_stdio(
                     data = b""  # input, as in the trio and asyncio servers
                 conn.receive_data(data)
             elif isinstance(event, MessageRejected):
-                writer.write(event.response)
+                writer.write(encode_line(event.response))
             elif isinstance(event, MessageReceived):
                 rid = event.request_id
                 if rid is None:

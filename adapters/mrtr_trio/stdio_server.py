@@ -25,6 +25,7 @@ from mrtr_core import jsonrpc
 from mrtr_core._checks import positive_int
 from mrtr_core.app import App, Reply, drive_async
 from mrtr_core.app.drive_async import internal_error_reply
+from mrtr_core.app.reply import reply_lines
 from mrtr_core.jsonrpc import NEED_DATA, RequestId
 from mrtr_core.stdio import (
     CANCELLED,
@@ -88,13 +89,13 @@ async def serve_stdio(
     # cancel for that id must silence each of them (cancellation.mdx).
     scopes: dict[RequestId, list[trio.CancelScope]] = {}
 
-    async def write(*messages: dict[str, Any]) -> None:
+    async def write(*lines: bytes) -> None:
         async with write_lock:  # waiting for its turn can be cancelled; writing cannot:
             with trio.CancelScope(shield=True), contextlib.suppress(  # never half a line
                 trio.BrokenResourceError, trio.ClosedResourceError
             ):
-                for message in messages:
-                    await sink.send_all(encode_line(message))
+                for line in lines:
+                    await sink.send_all(line)
 
     async def answer(event: MessageReceived, scope: trio.CancelScope) -> None:
         rid = event.request_id
@@ -106,10 +107,7 @@ async def serve_stdio(
                     app, event.message, rid, clock=clock, principal=principal, guard=guard,
                     pass_through=_PASS_THROUGH,
                 )
-                lines = [*reply.notifications]
-                if reply.message is not None:
-                    lines.append(reply.message)
-                await write(*lines)
+                await write(*reply_lines(reply, rid))
         finally:
             if rid is not None:
                 alive = scopes.get(rid, [])
@@ -129,7 +127,7 @@ async def serve_stdio(
                         data = b""
                     conn.receive_data(data)
                 elif isinstance(event, MessageRejected):
-                    await write(event.response)
+                    await write(encode_line(event.response))
                 elif isinstance(event, MessageReceived):
                     if event.request_id is None and event.parsed.method == CANCELLED:
                         target = (event.parsed.params or {}).get("requestId")

@@ -25,6 +25,7 @@ from mrtr_core.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
 )
+from mrtr_core.stdio import encode_line
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "error_message",
     "http_status_for",
     "internal_error_reply",
+    "reply_lines",
 ]
 
 RequestId = str | int
@@ -86,6 +88,23 @@ def internal_error_reply(request_id: RequestId | None, exc: BaseException) -> Re
     logs.internal_error(request_id, exc)
     error = JsonRpcError(INTERNAL_ERROR, f"internal error ({type(exc).__name__})")
     return Reply(message=error_message(request_id, error), status=500)
+
+
+def reply_lines(reply: Reply, request_id: RequestId | None) -> list[bytes]:
+    """``reply`` as stdio lines (digest §3.4): its notifications, then its message.
+
+    A reply that cannot be encoded (a value the JSON encoder refuses) is a failure of the app
+    itself: the request is answered with :func:`internal_error_reply` alone instead (a
+    notification gets nothing), so the server goes on serving.
+    """
+    try:
+        lines = [encode_line(note) for note in reply.notifications]
+        if reply.message is not None:
+            lines.append(encode_line(reply.message))
+    except Exception as exc:  # a bug in the app must not take the server down
+        fallback = internal_error_reply(request_id, exc).message
+        return [] if request_id is None or fallback is None else [encode_line(fallback)]
+    return lines
 
 
 class EngineRun(Protocol):

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import wire_helpers
 from mrtr_asyncio.http_client import HttpTransport
 from mrtr_asyncio.http_server import serve_http
 from mrtr_asyncio.stdio_client import StdioTransport, open_stdio_transport
@@ -293,6 +294,28 @@ def test_stdio_server_cancels_every_request_in_flight_under_the_cancelled_id():
         async with asyncio.timeout(LIMIT):
             await serve_stdio(make_app(asyncio.Event()), stdin=stdin, stdout=stdout)
         assert [json.loads(line)["id"] for line in stdout.data.splitlines()] == [2]
+
+    asyncio.run(main())
+
+
+def test_stdio_server_answers_a_reply_it_cannot_encode_with_an_internal_error_and_goes_on(
+    monkeypatch,
+):
+    async def main():
+        app = make_app(asyncio.Event())
+        wire_helpers.unencodable_reply_to(app, 1, monkeypatch)
+        stdin = asyncio.StreamReader()
+        stdin.feed_data(encode_line(call_tool("echo", 1, text="a"))
+                        + encode_line(call_tool("echo", 2, text="b")))
+        stdin.feed_eof()
+        stdout = _Collect()
+        async with asyncio.timeout(LIMIT):
+            await serve_stdio(app, stdin=stdin, stdout=stdout)
+        lines = sorted((json.loads(line) for line in stdout.data.splitlines()),
+                       key=lambda line: line["id"])
+        assert [line["id"] for line in lines] == [1, 2]
+        assert lines[0]["error"]["code"] == -32603
+        assert text_of(lines[1]) == "b"
 
     asyncio.run(main())
 

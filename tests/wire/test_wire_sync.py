@@ -13,6 +13,7 @@ import types
 from pathlib import Path
 
 import pytest
+import wire_helpers
 from mrtr_sync.http_client import HttpTransport
 from mrtr_sync.http_server import serve_http
 from mrtr_sync.stdio_client import StdioTransport
@@ -386,12 +387,12 @@ def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
     assert stdout.getvalue() == b""
 
 
-def _serve_lines(app, *messages) -> list[dict]:
+def _serve_lines(app, *messages, **options) -> list[dict]:
     """Serve ``messages`` (then end of input) in a thread; the lines written, once it ends."""
     stdin = io.BytesIO(b"".join(encode_line(m) for m in messages))
     stdout = io.BytesIO()
     server = threading.Thread(target=serve_stdio, args=(app,),
-                              kwargs={"stdin": stdin, "stdout": stdout}, daemon=True)
+                              kwargs={"stdin": stdin, "stdout": stdout, **options}, daemon=True)
     server.start()
     server.join(TIMEOUT)
     assert not server.is_alive(), "the server did not end at end of input"
@@ -441,6 +442,19 @@ def test_stdio_server_answers_a_handler_that_raised_system_exit_and_goes_on():
     errors = [line["error"]["code"] for line in lines if line["id"] != 10]
     assert errors == [-32603] * 10
     assert [text_of(line) for line in lines if line["id"] == 10] == ["still here"]
+
+
+def test_stdio_server_answers_a_reply_it_cannot_encode_with_an_internal_error_and_goes_on(
+    monkeypatch,
+):
+    # Its one worker must not die: the next request is still answered.
+    app = make_app()
+    wire_helpers.unencodable_reply_to(app, 1, monkeypatch)
+    lines = _serve_lines(app, call_tool("echo", 1, text="a"), call_tool("echo", 2, text="b"),
+                         max_workers=1)
+    assert [line["id"] for line in lines] == [1, 2]
+    assert lines[0]["error"]["code"] == -32603
+    assert text_of(lines[1]) == "b"
 
 
 def test_stdio_server_answers_in_process_streams():

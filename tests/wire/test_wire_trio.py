@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+import wire_helpers
 from mrtr_trio.http_client import HttpTransport
 from mrtr_trio.http_server import serve_http
 from mrtr_trio.stdio_client import open_stdio_transport
@@ -291,12 +292,18 @@ def test_stdio_server_honours_a_cancel_in_the_same_read_as_its_request():
 def test_stdio_server_cancels_every_request_in_flight_under_the_cancelled_id():
     # A bad client sent id 1 twice: after its cancel nothing more goes out for id 1
     # (cancellation.mdx), from either request; the sync server does the same.
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    lines = _serve_lines(make_app(trio.Event()), call_tool("gate_wait", 1),
+                         call_tool("gate_wait", 1), cancel, call_tool("gate_open", 2))
+    assert [line["id"] for line in lines] == [2]
+
+
+def _serve_lines(app, *messages) -> list[dict]:
+    """Serve ``messages`` (then end of input) from memory; the lines written, once it ends."""
+
     async def main():
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
         to_server, stdin = trio.testing.memory_stream_one_way_pair()
         stdout, from_server = trio.testing.memory_stream_one_way_pair()
-        lines = [call_tool("gate_wait", 1), call_tool("gate_wait", 1), cancel,
-                 call_tool("gate_open", 2)]
         written = b""
 
         async def collect():
@@ -305,14 +312,26 @@ def test_stdio_server_cancels_every_request_in_flight_under_the_cancelled_id():
                 written += data
 
         with trio.fail_after(LIMIT):
-            await to_server.send_all(b"".join(encode_line(line) for line in lines))
+            await to_server.send_all(b"".join(encode_line(m) for m in messages))
             await to_server.aclose()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(collect)
-                await serve_stdio(make_app(trio.Event()), stdin=stdin, stdout=stdout)
-        assert [json.loads(line)["id"] for line in written.splitlines()] == [2]
+                await serve_stdio(app, stdin=stdin, stdout=stdout)
+        return [json.loads(line) for line in written.splitlines()]
 
-    trio.run(main)
+    return trio.run(main)
+
+
+def test_stdio_server_answers_a_reply_it_cannot_encode_with_an_internal_error_and_goes_on(
+    monkeypatch,
+):
+    app = make_app(trio.Event())
+    wire_helpers.unencodable_reply_to(app, 1, monkeypatch)
+    lines = _serve_lines(app, call_tool("echo", 1, text="a"), call_tool("echo", 2, text="b"))
+    lines.sort(key=lambda line: line["id"])
+    assert [line["id"] for line in lines] == [1, 2]
+    assert lines[0]["error"]["code"] == -32603
+    assert text_of(lines[1]) == "b"
 
 
 def test_stdio_crash_fails_in_flight_requests_with_a_typed_error():

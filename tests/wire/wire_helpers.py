@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import h11
 
+from mrtr_core.app import App, Reply
 from mrtr_core.http import (
     NEED_DATA,
     ConnectionEnded,
@@ -37,6 +38,19 @@ def call_tool(name: str = "echo", request_id: int | str = 1, **arguments: Any) -
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments, "_meta": dict(META)},
     }
+
+
+def unencodable_reply_to(app: App, request_id: int | str, monkeypatch: Any) -> None:
+    """Make ``app`` answer ``request_id`` with a reply JSON cannot encode (a bug in the app:
+    every known path refuses such a value earlier)."""
+    receive = app.receive
+
+    def patched(message: Any, **kwargs: Any) -> Any:
+        if message.get("id") == request_id:
+            return Reply.result(request_id, {"content": [], "bad": object()})
+        return receive(message, **kwargs)
+
+    monkeypatch.setattr(app, "receive", patched)
 
 
 def with_progress_token(message: dict[str, Any], token: str = "p") -> dict[str, Any]:
