@@ -44,6 +44,9 @@ class _Pending:
         self.error: MrtrError | None = None
         self.sent = False
         """Some of the request's line went out: the server may see it."""
+        self.give_up_by: float | None = None
+        """Set when the caller gave up with part of the line out: the end of the one
+        ``close_timeout`` that finishing the line and the cancel share."""
 
 
 class _Outgoing:
@@ -73,8 +76,8 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
     writes something that is not an MCP message to stdout), every request in flight fails
     with a typed error, even while a process it started still holds its stdout open; replies
     it wrote before it died are delivered first. A request cancelled by its caller once
-    some of its line went out sends ``notifications/cancelled``, waiting at most
-    ``close_timeout`` seconds for stdin to take it.
+    some of its line went out sends ``notifications/cancelled``, holding the caller at most
+    ``close_timeout`` seconds in all (the rest of a half-written line goes out first).
     """
 
     def __init__(
@@ -120,11 +123,14 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
             if not pending.sent:  # the server never saw the request
                 raise
             # The caller gave up (its timeout, its cancellation, or a Ctrl-C trio raised in
-            # this wait): tell the server (digest §2.7, §3.4), waiting at most
-            # close_timeout for stdin to take it.
+            # this wait): tell the server (digest §2.7, §3.4), within close_timeout of the
+            # give-up, the finishing of a half-written line included.
+            give_up_by = pending.give_up_by
+            if give_up_by is None:
+                give_up_by = trio.current_time() + self.close_timeout
             with (
                 trio.CancelScope(shield=True),
-                trio.move_on_after(self.close_timeout),
+                trio.move_on_at(give_up_by),
                 contextlib.suppress(MrtrError),
             ):
                 await self._write(self._conn.send(cancelled_notification(rid, "cancelled")))
@@ -185,17 +191,20 @@ class StdioTransport(StdioTransportBase[trio.Process, _Pending]):
                 raise self._stdin_closed() from None
             except BaseException:
                 if out.sent:
-                    await self._finish_line(fd, out)
+                    deadline = trio.current_time() + self.close_timeout
+                    if pending is not None:
+                        pending.give_up_by = deadline
+                    await self._finish_line(fd, out, deadline)
                 raise
             finally:
                 if pending is not None and out.sent:
                     pending.sent = True
 
-    async def _finish_line(self, fd: int, out: _Outgoing) -> None:
-        """Finish a line its caller gave up on halfway, shielded, for up to
-        ``close_timeout`` seconds; failing that, fail the transport."""
+    async def _finish_line(self, fd: int, out: _Outgoing, deadline: float) -> None:
+        """Finish a line its caller gave up on halfway, shielded, until ``deadline``
+        (``close_timeout`` after the give-up); failing that, fail the transport."""
         with trio.CancelScope(shield=True) as shield:
-            shield.deadline = trio.current_time() + self.close_timeout
+            shield.deadline = deadline
             try:
                 await out.send(fd)
             except (OSError, trio.ClosedResourceError):

@@ -556,6 +556,33 @@ def test_trio_stdio_cancel_notification_waits_for_stdin_no_longer_than_close_tim
     _run_on_a_pipe(main)
 
 
+def test_trio_stdio_cancel_of_a_half_line_holds_its_caller_no_longer_than_close_timeout():
+    # The request's line is twice what the pipe holds, and it is cancelled with half of it
+    # out. The server reads that half late (the rest goes out) and then nothing more:
+    # finishing the line and offering notifications/cancelled share the one close_timeout
+    # (0.5 s) from the cancel, not one each (0.9 s here before).
+    capacity = _pipe_capacity()
+    size = 2 * capacity - len(encode_line(call_tool("echo", 1, text="")))
+    twice = call_tool("echo", 1, text="x" * size)
+    line = encode_line(twice)
+
+    async def main(process: _PipeProcess, transport: Any) -> None:
+        async def read_late() -> None:
+            await trio.sleep(0.4)  # after the cancel, before close_timeout is spent
+            assert await process.receive(capacity) == line[:capacity]
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_late)
+            with trio.move_on_after(0.1) as scope:
+                await transport.request(twice)
+            assert scope.cancelled_caught
+            assert trio.current_time() == pytest.approx(0.6)
+        assert process.drain() == line[capacity:]  # the line whole, no part of the cancel
+        assert transport._failure is None
+
+    _run_on_a_pipe(main)
+
+
 # -- stdio: asyncio ------------------------------------------------------------------------
 
 
