@@ -399,9 +399,11 @@ class StateCodec:
             raise StateRejectedError("expired", "issued in the future beyond the skew")
         if not now < exp + self._skew:
             raise StateRejectedError("expired", "past its expiry")
-        if audience_tag != self._audience_tag:
+        # Digests compared in constant time, as the MAC is (the binding covers the principal
+        # and arguments).
+        if not hmac.compare_digest(audience_tag, self._audience_tag):
             raise StateRejectedError("binding_mismatch", "audience")
-        if binding_tag is not None and sealed_binding != binding_tag:
+        if binding_tag is not None and not hmac.compare_digest(sealed_binding, binding_tag):
             raise StateRejectedError("binding_mismatch", "method, target, arguments or principal")
         try:
             if version == _VERSION_ORJSON:
