@@ -28,6 +28,7 @@ from typing import Any
 from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
+from mrtr_core.app.reply import send_http_reply
 from mrtr_core.http import (
     LINGER_MAX_BYTES,
     LINGER_S,
@@ -294,7 +295,7 @@ class _Connection(asyncio.Protocol):
                 reply = self._answer(event)
                 if reply is None:
                     return  # a task answers it
-                conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                send_http_reply(conn, reply, event.request_id)
                 if self.paused:
                     self._write(conn.data_to_send())
                     return  # resume_writing() goes on
@@ -407,7 +408,7 @@ class _Connection(asyncio.Protocol):
         self.task = None
         if self.closed:
             return
-        self.conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+        send_http_reply(self.conn, reply, event.request_id)
         if self.transport is not None and not self.paused:
             self.transport.resume_reading()
         if self.paused:

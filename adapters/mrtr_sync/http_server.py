@@ -30,7 +30,7 @@ from typing import Any
 
 from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
-from mrtr_core.app.reply import internal_error_reply
+from mrtr_core.app.reply import internal_error_reply, send_http_reply
 from mrtr_core.http import (
     LINGER_MAX_BYTES,
     LINGER_S,
@@ -275,7 +275,7 @@ class HttpServer:
                     started = None
                     served.answering = True  # until the reply is written
                     reply = self._answer(event)
-                    conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                    send_http_reply(conn, reply, event.request_id)
                     self._send(sock, conn.data_to_send())
                     with self._answered:
                         served.answering = False

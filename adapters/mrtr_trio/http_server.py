@@ -30,6 +30,7 @@ import trio
 from mrtr_core._checks import http_server_options
 from mrtr_core.app import App, Reply, RunHandler
 from mrtr_core.app.drive_async import EXITS, internal_error_reply, run_step
+from mrtr_core.app.reply import send_http_reply
 from mrtr_core.http import (
     LINGER_MAX_BYTES,
     LINGER_S,
@@ -295,7 +296,7 @@ class _Server:
                 reply = await self._answer(event, io, conn)
                 if reply is None:
                     return  # the client closed the connection: the request is cancelled
-                conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+                send_http_reply(conn, reply, event.request_id)
                 await io.send(conn.data_to_send())
                 slot.answering = False
             elif isinstance(event, ConnectionEnded):

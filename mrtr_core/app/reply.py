@@ -24,7 +24,9 @@ from mrtr_core.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
+    LocalProtocolError,
 )
+from mrtr_core.http import HttpServerConnection
 from mrtr_core.stdio import encode_line
 from mrtr_core.wire.models import JsonObject
 
@@ -41,6 +43,7 @@ __all__ = [
     "http_status_for",
     "internal_error_reply",
     "reply_lines",
+    "send_http_reply",
 ]
 
 RequestId = str | int
@@ -105,6 +108,29 @@ def reply_lines(reply: Reply, request_id: RequestId | None) -> list[bytes]:
         fallback = internal_error_reply(request_id, exc).message
         return [] if request_id is None or fallback is None else [encode_line(fallback)]
     return lines
+
+
+def send_http_reply(
+    conn: HttpServerConnection, reply: Reply, request_id: RequestId | None
+) -> None:
+    """Answer the request ``conn`` waits on with ``reply`` (the HTTP twin of
+    :func:`reply_lines`).
+
+    A reply whose message cannot be encoded (a value the JSON encoder refuses) is a failure
+    of the app itself: the request is answered with :func:`internal_error_reply` instead, so
+    the connection goes on serving the requests behind it.
+
+    Raises:
+        LocalProtocolError: ``conn`` waits on no request.
+    """
+    try:
+        conn.send_reply(reply.message, reply.status, notifications=reply.notifications)
+    except LocalProtocolError as exc:
+        if reply.message is None:
+            raise  # nothing was encoded: no request waits for this reply
+        # send_reply encodes before it writes anything: the request still waits.
+        fallback = internal_error_reply(request_id, exc)
+        conn.send_reply(fallback.message, fallback.status)
 
 
 class EngineRun(Protocol):

@@ -90,6 +90,24 @@ def test_http_server_answers_many_requests_on_one_socket(server):
             assert got[0].json()["id"] == i
 
 
+def test_http_server_answers_a_reply_it_cannot_encode_with_an_internal_error_and_goes_on(
+    monkeypatch,
+):
+    # A bug in the app must not take the connection down: the request gets -32603 and the
+    # next one on the same connection is answered.
+    app = make_app(threading.Event())
+    wire_helpers.unencodable_reply_to(app, 1, monkeypatch)
+    srv = serve_http(app, "127.0.0.1", 0)
+    try:
+        with HttpTransport(srv.url, max_connections=1) as transport:
+            first = transport.request(call_tool("echo", 1, text="a"), timeout=TIMEOUT)
+            assert first["error"]["code"] == -32603
+            second = transport.request(call_tool("echo", 2, text="b"), timeout=TIMEOUT)
+            assert text_of(second) == "b"
+    finally:
+        srv.shutdown()
+
+
 def test_http_error_statuses_reach_the_client(server):
     with HttpTransport(server.url) as transport:
         unknown = transport.request(request("nope/nothing", 1), timeout=TIMEOUT)

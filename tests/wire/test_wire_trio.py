@@ -84,6 +84,29 @@ def test_http_loopback_mrtr_round_trip():
     run(body)
 
 
+def test_http_server_answers_a_reply_it_cannot_encode_with_an_internal_error_and_goes_on(
+    monkeypatch,
+):
+    # A bug in the app must not take the connection down: the request gets -32603 and the
+    # next one on the same connection is answered.
+    app = make_app(trio.Event())
+    wire_helpers.unencodable_reply_to(app, 1, monkeypatch)
+
+    async def main():
+        with trio.fail_after(LIMIT):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(functools.partial(serve_http, app, "127.0.0.1", 0))
+                url = f"http://127.0.0.1:{port}/mcp"
+                async with HttpTransport(url, max_connections=1) as transport:
+                    first = await transport.request(call_tool("echo", 1, text="a"))
+                    assert first["error"]["code"] == -32603
+                    second = await transport.request(call_tool("echo", 2, text="b"))
+                    assert text_of(second) == "b"
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
 def test_http_error_codes_reach_the_client():
     async def body(url, gate, nursery):
         async with HttpTransport(url) as transport:
