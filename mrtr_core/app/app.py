@@ -197,6 +197,9 @@ class App:
         description: str | None = None,
         input_schema: JsonObject | None = None,
         single_use: bool = False,
+        *,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a tool. The handler is ``(ctx, **arguments)``, sync or async.
 
@@ -209,6 +212,10 @@ class App:
                 Arguments are validated against it (-32602 on mismatch).
             single_use: Every ``requestState`` of this tool may be redeemed once (the driver
                 claims it on a replay guard first).
+            title: The tool's display name (``title`` in ``tools/list``).
+            annotations: ``ToolAnnotations`` hints: ``title`` (a string), ``readOnlyHint``,
+                ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (booleans); any
+                other member, or one of another type, is refused.
 
         The handler's value becomes the ``CallToolResult`` (see
         :func:`~mrtr_core.app.results.tool_result`); an exception becomes a result with
@@ -220,7 +227,8 @@ class App:
 
         def register(handler: F) -> F:
             tool = ToolDef.build(handler, name=name, description=description,
-                                 input_schema=input_schema, single_use=single_use)
+                                 input_schema=input_schema, single_use=single_use,
+                                 title=title, annotations=annotations)
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is already registered")
             self._tools[tool.name] = tool

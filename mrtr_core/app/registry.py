@@ -59,6 +59,37 @@ _SIMPLE_TYPES: Final[Mapping[Any, JsonObject]] = {
 }
 
 
+# ToolAnnotations (schema.ts): every member is optional; title is a string, the hints are
+# booleans. A member of another name is refused too: a misspelt hint would be dropped by
+# every client without a word.
+_TOOL_ANNOTATIONS: Final[Mapping[str, tuple[type, str]]] = {
+    "title": (str, "a string"),
+    "readOnlyHint": (bool, "True or False"),
+    "destructiveHint": (bool, "True or False"),
+    "idempotentHint": (bool, "True or False"),
+    "openWorldHint": (bool, "True or False"),
+}
+
+
+def _tool_annotations(tool: str, annotations: Any) -> JsonObject | None:
+    """A copy of the ``annotations`` given to ``@app.tool`` (``None`` for none), each member
+    a ``ToolAnnotations`` member of its type; ``ValueError``/``TypeError`` naming it."""
+    if annotations is None:
+        return None
+    instance_of(f"tool {tool!r}: annotations", annotations, Mapping,
+                "a mapping of ToolAnnotations members or None")
+    out: JsonObject = {}
+    for member, value in annotations.items():
+        expected = _TOOL_ANNOTATIONS.get(member) if isinstance(member, str) else None
+        if expected is None:
+            raise ValueError(f"tool {tool!r}: annotations member {member!r} is not one of "
+                             f"{', '.join(_TOOL_ANNOTATIONS)}")
+        kind, what = expected
+        instance_of(f"tool {tool!r}: annotations {member}", value, kind, what)
+        out[member] = value
+    return out
+
+
 def _check_not_generator(handler: Callable[..., Any], what: str) -> None:
     """Refuse a generator function: calling it runs none of its code, and the generator it
     gives is no result (a resumable handler is re-run from the top, it never yields)."""
@@ -248,6 +279,9 @@ class ToolDef:
     input_schema: JsonObject
     handler: Callable[..., Any] = attrs.field(repr=False)
     single_use: bool = False
+    title: str | None = None
+    annotations: JsonObject | None = None
+    """The ``ToolAnnotations`` members given, or ``None``."""
     _schema: CompiledSchema = attrs.field(alias="schema", repr=False, eq=False)
     _plan: CallPlan = attrs.field(alias="plan", repr=False, eq=False)
 
@@ -260,12 +294,16 @@ class ToolDef:
         description: str | None,
         input_schema: JsonObject | None,
         single_use: bool,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> ToolDef:
         """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
         tool_name = name if name is not None else handler.__name__
         if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
             raise ValueError(f"tool name {tool_name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
         optional_text(f"tool {tool_name!r}: description", description)
+        optional_text(f"tool {tool_name!r}: title", title)
+        tool_annotations = _tool_annotations(tool_name, annotations)
         flag(f"tool {tool_name!r}: single_use", single_use)
         instance_of(f"tool {tool_name!r}: input_schema", input_schema, (Mapping, type(None)),
                     "a JSON Schema mapping or None")
@@ -302,16 +340,22 @@ class ToolDef:
             input_schema=schema,
             handler=handler,
             single_use=single_use,
+            title=title,
+            annotations=tool_annotations,
             schema=CompiledSchema(schema),
             plan=CallPlan.of(handler),
         )
 
     def to_wire(self) -> JsonObject:
-        """The ``Tool`` wire object."""
+        """The ``Tool`` wire object (``title`` and ``annotations`` only when given)."""
         out: JsonObject = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         out["inputSchema"] = self.input_schema
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
         return out
 
     def check_arguments(self, arguments: JsonObject) -> str | None:

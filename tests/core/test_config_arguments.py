@@ -193,6 +193,25 @@ def _greet(ctx: Any) -> str:
          "tool 'greet': description must be a string or None, not int"),
         ({"single_use": "yes"}, TypeError,
          "tool 'greet': single_use must be True or False, not str"),
+        # Tool.title and ToolAnnotations (schema.ts) go on the wire as they are.
+        ({"title": 5}, TypeError, "tool 'greet': title must be a string or None, not int"),
+        ({"annotations": [("readOnlyHint", True)]}, TypeError,
+         "tool 'greet': annotations must be a mapping of ToolAnnotations members or None,"
+         " not list"),
+        ({"annotations": {"title": 5}}, TypeError,
+         "tool 'greet': annotations title must be a string, not int"),
+        ({"annotations": {"readOnlyHint": "yes"}}, TypeError,
+         "tool 'greet': annotations readOnlyHint must be True or False, not str"),
+        ({"annotations": {"destructiveHint": 0}}, TypeError,
+         "tool 'greet': annotations destructiveHint must be True or False, not int"),
+        ({"annotations": {"idempotentHint": None}}, TypeError,
+         "tool 'greet': annotations idempotentHint must be True or False, not NoneType"),
+        ({"annotations": {"openWorldHint": 1.0}}, TypeError,
+         "tool 'greet': annotations openWorldHint must be True or False, not float"),
+        # A misspelt hint would be dropped by every client without a word.
+        ({"annotations": {"readonlyHint": True}}, ValueError,
+         "tool 'greet': annotations member 'readonlyHint' is not one of title, readOnlyHint,"),
+        ({"annotations": {1: True}}, ValueError, "tool 'greet': annotations member 1 is not"),
     ],
 )
 def test_tool_registration_refuses_bad_values_naming_the_tool(
