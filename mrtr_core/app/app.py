@@ -56,7 +56,6 @@ from mrtr_core.app.results import (
     prompt_result,
     resource_result,
     tool_error_result,
-    tool_result,
 )
 from mrtr_core.errors import (
     INTERNAL_ERROR,
@@ -200,6 +199,7 @@ class App:
         *,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        output_schema: JsonObject | None = None,
     ) -> Callable[[F], F]:
         """Register a tool. The handler is ``(ctx, **arguments)``, sync or async.
 
@@ -216,6 +216,10 @@ class App:
             annotations: ``ToolAnnotations`` hints: ``title`` (a string), ``readOnlyHint``,
                 ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (booleans); any
                 other member, or one of another type, is refused.
+            output_schema: The ``outputSchema``: a JSON Schema (2020-12, JSON values only)
+                of the tool's ``structuredContent``. Every complete result that is not an
+                error must then carry ``structuredContent`` it accepts, else the call is
+                answered -32603 (server/tools.mdx § Output Schema).
 
         The handler's value becomes the ``CallToolResult`` (see
         :func:`~mrtr_core.app.results.tool_result`); an exception becomes a result with
@@ -228,7 +232,8 @@ class App:
         def register(handler: F) -> F:
             tool = ToolDef.build(handler, name=name, description=description,
                                  input_schema=input_schema, single_use=single_use,
-                                 title=title, annotations=annotations)
+                                 title=title, annotations=annotations,
+                                 output_schema=output_schema)
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is already registered")
             self._tools[tool.name] = tool
@@ -752,7 +757,7 @@ class App:
         return self._begin(
             msg, params, handler=tool.handler, single_use=tool.single_use, now=now,
             principal=principal, call=functools.partial(tool.handler, **arguments),
-            finish=tool_result,
+            finish=tool.finish,
         )
 
     def _get_prompt(self, msg: Request, meta: RequestMeta, now: float,

@@ -20,6 +20,7 @@ import attrs
 import jsonschema
 
 from mrtr_core._checks import flag, instance_of, optional_text
+from mrtr_core.app.results import tool_result
 from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
@@ -88,6 +89,25 @@ def _tool_annotations(tool: str, annotations: Any) -> JsonObject | None:
         instance_of(f"tool {tool!r}: annotations {member}", value, kind, what)
         out[member] = value
     return out
+
+
+def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
+    """Refuse (``ValueError`` naming the tool and ``member``) a schema that is not a valid
+    JSON Schema 2020-12, or holds a value JSON cannot write."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path)
+        raise ValueError(
+            f"tool {tool!r}: {member} is not a valid JSON Schema 2020-12:"
+            f" {exc.message}" + (f" (at {path})" if path else "")
+        ) from None
+    # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
+    # RFC 8259 has no such value) would fail every listing instead of this one tool.
+    try:
+        json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
 
 
 def _check_not_generator(handler: Callable[..., Any], what: str) -> None:
@@ -282,7 +302,10 @@ class ToolDef:
     title: str | None = None
     annotations: JsonObject | None = None
     """The ``ToolAnnotations`` members given, or ``None``."""
+    output_schema: JsonObject | None = None
     _schema: CompiledSchema = attrs.field(alias="schema", repr=False, eq=False)
+    _output: CompiledSchema | None = attrs.field(alias="output", default=None, repr=False,
+                                                 eq=False)
     _plan: CallPlan = attrs.field(alias="plan", repr=False, eq=False)
 
     @classmethod
@@ -296,6 +319,7 @@ class ToolDef:
         single_use: bool,
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
+        output_schema: JsonObject | None = None,
     ) -> ToolDef:
         """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
         tool_name = name if name is not None else handler.__name__
@@ -308,24 +332,18 @@ class ToolDef:
         instance_of(f"tool {tool_name!r}: input_schema", input_schema, (Mapping, type(None)),
                     "a JSON Schema mapping or None")
         _handler_params(handler, "tool")
+        instance_of(f"tool {tool_name!r}: output_schema", output_schema, (Mapping, type(None)),
+                    "a JSON Schema mapping or None")
         schema = derive_input_schema(handler) if input_schema is None else dict(input_schema)
         # server/tools.mdx: inputSchema may use any 2020-12 keyword but has type object at root.
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object' at its root")
-        try:
-            jsonschema.Draft202012Validator.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            path = "/".join(str(p) for p in exc.absolute_path)
-            raise ValueError(
-                f"tool {tool_name!r}: inputSchema is not a valid JSON Schema 2020-12:"
-                f" {exc.message}" + (f" (at {path})" if path else "")
-            ) from None
-        # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
-        # RFC 8259 has no such value) would fail every listing instead of this one tool.
-        try:
-            json.dumps(schema, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"tool {tool_name!r}: inputSchema is not JSON ({exc})") from None
+        _check_schema(tool_name, "inputSchema", schema)
+        # outputSchema is any 2020-12 schema object (schema.ts Tool; server/tools.mdx shows
+        # one of type array): no type is required at its root.
+        output = None if output_schema is None else dict(output_schema)
+        if output is not None:
+            _check_schema(tool_name, "outputSchema", output)
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.
@@ -342,32 +360,35 @@ class ToolDef:
             single_use=single_use,
             title=title,
             annotations=tool_annotations,
+            output_schema=output,
             schema=CompiledSchema(schema),
+            output=None if output is None else CompiledSchema(output),
             plan=CallPlan.of(handler),
         )
 
     def to_wire(self) -> JsonObject:
-        """The ``Tool`` wire object (``title`` and ``annotations`` only when given)."""
+        """The ``Tool`` wire object (``title``, ``outputSchema`` and ``annotations`` only
+        when given)."""
         out: JsonObject = {"name": self.name}
         if self.title is not None:
             out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         out["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
         if self.annotations is not None:
             out["annotations"] = self.annotations
         return out
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
         """Why these arguments do not fit the schema or the handler, or ``None``."""
-        schema = self._schema
-        if not schema.is_valid(arguments):
-            errors = sorted(schema.validator.iter_errors(arguments), key=lambda e: list(e.path))
-            if errors:
-                first = errors[0]
-                where = "/".join(str(p) for p in first.absolute_path)
-                return f"{first.message}" + (f" (at {where})" if where else "")
-        return self._plan.problem(arguments)
+        return self._schema.problem(arguments) or self._plan.problem(arguments)
+
+    def finish(self, value: Any) -> JsonObject:
+        """The ``CallToolResult`` of what the handler returned (:func:`tool_result`), its
+        ``structuredContent`` checked against the ``outputSchema`` when the tool has one."""
+        return tool_result(value, output_schema=self._output)
 
 
 @attrs.frozen(kw_only=True)

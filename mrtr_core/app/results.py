@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from mrtr_core import jsontext
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
+from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
@@ -181,7 +182,7 @@ def _json_result(out: JsonObject) -> JsonObject:
     return out
 
 
-def tool_result(value: Any) -> JsonObject:
+def tool_result(value: Any, *, output_schema: CompiledSchema | None = None) -> JsonObject:
     """A ``CallToolResult`` from a tool handler's value.
 
     - a mapping with ``content``: taken as the result itself;
@@ -189,7 +190,31 @@ def tool_result(value: Any) -> JsonObject:
     - ``None``: no content;
     - any other JSON value: its JSON text as one text block, and the value itself as
       ``structuredContent`` (2026-07-28 allows any JSON value there).
+
+    With ``output_schema`` (the tool's ``outputSchema``), a result that is not an error
+    (``isError``) must carry ``structuredContent`` that the schema accepts.
     """
+    out = _tool_result(value)
+    if output_schema is not None and out.get("isError") is not True:
+        _check_structured(out, output_schema)
+    return out
+
+
+def _check_structured(out: JsonObject, output_schema: CompiledSchema) -> None:
+    """Refuse a result without ``structuredContent`` that ``output_schema`` accepts: a tool
+    that declares an output schema MUST return structured results conforming to it
+    (server/tools.mdx § Output Schema). What is checked is the value as the client reads
+    it (JSON: a tuple is an array, every key a string)."""
+    if "structuredContent" not in out:
+        raise _bad("the tool declares an outputSchema, so its result needs structuredContent")
+    sent = json.loads(_to_json_text(out["structuredContent"]))
+    problem = output_schema.problem(sent)
+    if problem is not None:
+        raise _bad(f"structuredContent does not match the tool's outputSchema: {problem}")
+
+
+def _tool_result(value: Any) -> JsonObject:
+    """:func:`tool_result` before the output schema."""
     if isinstance(value, Mapping) and "content" in value:
         out = dict(value)
         _check_blocks(out["content"], "content")

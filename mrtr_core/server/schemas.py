@@ -85,6 +85,18 @@ class CompiledSchema:
         """Every error ``jsonschema`` finds in ``instance``."""
         return iter(self.validator.iter_errors(instance))
 
+    def problem(self, instance: Any) -> str | None:
+        """Why ``instance`` does not fit this schema, or ``None``: the message of the first
+        error by path, and where it is (``(at properties/n)``) unless at the root."""
+        if self.is_valid(instance):
+            return None
+        errors = sorted(self.iter_errors(instance), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path)
+        return f"{first.message}" + (f" (at {where})" if where else "")
+
 
 class SchemaCache:
     """Compiled schemas, found again by a caller's key or by the schema's canonical JSON.

@@ -212,6 +212,16 @@ def _greet(ctx: Any) -> str:
         ({"annotations": {"readonlyHint": True}}, ValueError,
          "tool 'greet': annotations member 'readonlyHint' is not one of title, readOnlyHint,"),
         ({"annotations": {1: True}}, ValueError, "tool 'greet': annotations member 1 is not"),
+        # outputSchema is checked as inputSchema is (any 2020-12 schema object, JSON only).
+        ({"output_schema": "{}"}, TypeError,
+         "tool 'greet': output_schema must be a JSON Schema mapping or None, not str"),
+        ({"output_schema": {"type": "object", "properties": {"n": {"type": 5}}}}, ValueError,
+         "tool 'greet': outputSchema is not a valid JSON Schema 2020-12: .*"
+         " \\(at properties/n/type\\)"),
+        ({"output_schema": {"type": "array", "default": {1, 2}}}, ValueError,
+         "tool 'greet': outputSchema is not JSON \\(Object of type set is not JSON"),
+        ({"output_schema": {"maximum": float("inf")}}, ValueError,
+         "tool 'greet': outputSchema is not JSON \\(Out of range float values"),
     ],
 )
 def test_tool_registration_refuses_bad_values_naming_the_tool(

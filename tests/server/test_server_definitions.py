@@ -2,6 +2,9 @@
 
 - ``@app.tool(title=..., annotations=...)``: the ``title`` and ``ToolAnnotations`` members
   appear in ``tools/list`` as the 2026-07-28 schema names them, only when given;
+- ``@app.tool(output_schema=...)``: listed as ``outputSchema``; every complete result of
+  that tool that is not an error must carry ``structuredContent`` the schema accepts, else
+  the call is answered -32603 naming what was wrong (server/tools.mdx § Output Schema);
 - the same lists go through a client unchanged (in memory, as JSON text both ways).
 """
 
@@ -10,9 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 import mrtr_sync
+import pytest
 from server_helpers import T0, make_codec, meta
 
+from mrtr_core import jsonrpc
 from mrtr_core.app import App, drive_sync
+from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server import Context
 
 
@@ -77,6 +83,109 @@ def test_annotations_are_copied_when_the_tool_is_registered() -> None:
     assert _list(app, "tools/list")[0]["annotations"] == {"readOnlyHint": True}
 
 
+# --- tools: outputSchema and structuredContent -------------------------------------------------
+
+WEATHER = {
+    "type": "object",
+    "properties": {"temperature": {"type": "number"}, "conditions": {"type": "string"}},
+    "required": ["temperature", "conditions"],
+}
+USERS = {"type": "array", "items": {"type": "object", "required": ["id"],
+                                    "properties": {"id": {"type": "string"}}}}
+
+
+def _output_app(value: Any, schema: dict[str, Any] | None = None) -> App:
+    """An app whose tool ``t``, with ``schema`` (default: WEATHER) as its output schema,
+    returns ``value``."""
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", output_schema=WEATHER if schema is None else schema)(lambda ctx: value)
+    return app
+
+
+def _call(app: App) -> dict[str, Any]:
+    """The reply message to ``tools/call`` of ``t``, as the transport writes it."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "t", "_meta": meta()}}
+    reply = drive_sync(app, message, now=T0)
+    assert reply.message is not None
+    jsonrpc.encode(reply.message)
+    return reply.message
+
+
+def test_tools_list_shows_the_output_schema_only_when_given() -> None:
+    app = _output_app({})
+    app.tool(name="users", output_schema=USERS)(lambda ctx: [])
+    app.tool(name="plain")(lambda ctx: "x")
+    tools = _list(app, "tools/list")
+    assert tools[0] == {"name": "t", "inputSchema": {"type": "object", "properties": {},
+                                                     "additionalProperties": False},
+                        "outputSchema": WEATHER}
+    # Any 2020-12 schema object (schema.ts; server/tools.mdx lists users as an array).
+    assert tools[1]["outputSchema"] == USERS
+    assert "outputSchema" not in tools[2]
+
+
+@pytest.mark.parametrize(
+    ("value", "schema"),
+    [
+        ({"temperature": 22.5, "conditions": "Partly cloudy"}, None),
+        ({"content": [{"type": "text", "text": "22.5 C"}],
+          "structuredContent": {"temperature": 22, "conditions": "Sunny"}}, None),
+        ([{"id": "1"}, {"id": "2"}], USERS),
+        # Checked as the client reads it: a tuple is a JSON array.
+        (({"id": "1"},), USERS),
+    ],
+)
+def test_a_result_whose_structured_content_fits_the_output_schema_passes(
+    value: Any, schema: dict[str, Any] | None
+) -> None:
+    reply = _call(_output_app(value, schema))
+    assert "result" in reply, reply
+    assert reply["result"]["structuredContent"] == (
+        value["structuredContent"] if "content" in value else value)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"temperature": "warm", "conditions": "Sunny"},
+         "structuredContent does not match the tool's outputSchema: 'warm' is not of type "
+         "'number' (at temperature)"),
+        ({"temperature": 20},
+         "structuredContent does not match the tool's outputSchema: 'conditions' is a "
+         "required property"),
+        ({"content": [{"type": "text", "text": "x"}], "structuredContent": [20, "Sunny"]},
+         "structuredContent does not match the tool's outputSchema: [20, 'Sunny'] is not of "
+         "type 'object'"),
+        ("22.5 C, sunny",
+         "the tool declares an outputSchema, so its result needs structuredContent"),
+        (None, "the tool declares an outputSchema, so its result needs structuredContent"),
+        ({"content": [{"type": "text", "text": "x"}]},
+         "the tool declares an outputSchema, so its result needs structuredContent"),
+    ],
+)
+def test_a_result_without_structured_content_the_output_schema_accepts_is_refused(
+    value: Any, problem: str
+) -> None:
+    # server/tools.mdx § Output Schema: servers MUST provide structured results that
+    # conform to the schema; a client validating it would refuse the result.
+    reply = _call(_output_app(value))
+    assert reply["error"]["code"] == INTERNAL_ERROR
+    assert reply["error"]["message"] == f"handler returned an invalid result: {problem}"
+
+
+def test_an_error_result_needs_no_structured_content() -> None:
+    built = {"content": [{"type": "text", "text": "no such city"}], "isError": True}
+    assert _call(_output_app(built))["result"]["isError"] is True
+
+    def boom(ctx: Context) -> Any:
+        raise RuntimeError("no such city")
+
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", output_schema=WEATHER)(boom)
+    assert _call(app)["result"]["content"] == [{"type": "text", "text": "no such city"}]
+
+
 # --- through a client -----------------------------------------------------------------------
 
 
@@ -96,3 +205,17 @@ def test_a_client_lists_the_tools_title_and_annotations() -> None:
     assert listed["tools"] == _list(app, "tools/list")
     assert listed["tools"][0]["title"] == "Delete a file"
     assert listed["tools"][0]["annotations"]["destructiveHint"] is True
+
+
+def test_a_client_lists_the_output_schema_and_gets_only_results_that_fit_it() -> None:
+    app = _output_app({"temperature": 22.5, "conditions": "Sunny"})
+    app.tool(name="bad", output_schema=WEATHER)(lambda ctx: {"temperature": 22.5})
+    with _client(app) as client:
+        listed = client.request("tools/list")
+        assert client.call_tool("t")["structuredContent"] == {"temperature": 22.5,
+                                                              "conditions": "Sunny"}
+        with pytest.raises(JsonRpcError) as refused:
+            client.call_tool("bad")
+    assert listed["tools"][0]["outputSchema"] == WEATHER
+    assert refused.value.code == INTERNAL_ERROR
+    assert "'conditions' is a required property" in refused.value.message
