@@ -247,22 +247,25 @@ class App:
         description: str | None = None,
         arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None = None,
         single_use: bool = False,
+        *,
+        title: str | None = None,
     ) -> Callable[[F], F]:
         """Register a prompt. The handler is ``(ctx, **arguments)`` with string arguments.
 
         ``name`` defaults to the function's name; an empty one is refused (``ValueError``).
-        ``arguments`` are ``{"name", "description", "required"}`` mappings (or names, which
-        are required); by default derived from the handler's parameters. The handler takes
-        them by keyword: one it cannot take, or a parameter without a default that is not a
-        required argument, is refused here with a ``TypeError``. The handler returns a
-        string, a list of messages, or a whole ``GetPromptResult`` mapping.
+        ``title`` is its display name in ``prompts/list``.
+        ``arguments`` are ``{"name", "title", "description", "required"}`` mappings (or
+        names, which are required); by default derived from the handler's parameters. The
+        handler takes them by keyword: one it cannot take, or a parameter without a default
+        that is not a required argument, is refused here with a ``TypeError``. The handler
+        returns a string, a list of messages, or a whole ``GetPromptResult`` mapping.
         """
 
         _refuse_bare_decorator("prompt", name)
 
         def register(handler: F) -> F:
             prompt = PromptDef.build(handler, name=name, description=description,
-                                     arguments=arguments, single_use=single_use)
+                                     arguments=arguments, single_use=single_use, title=title)
             if prompt.name in self._prompts:
                 raise ValueError(f"prompt {prompt.name!r} is already registered")
             self._prompts[prompt.name] = prompt
@@ -279,6 +282,8 @@ class App:
         ttl_ms: int = 0,
         cache_scope: CacheScope = "private",
         single_use: bool = False,
+        *,
+        title: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` contains ``{var}``.
 
@@ -287,13 +292,14 @@ class App:
         braces are refused. The handler, checked here, is ``(ctx, uri)`` (templates:
         ``(ctx, uri, **variables)``; a generator function is refused) and returns
         text, bytes (sent as a base64 blob), a list of contents items, or a whole
-        ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints.
+        ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints;
+        ``title`` is its display name in ``resources/list`` (``resources/templates/list``).
 
         Raises:
             ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty, or
                 the caching hints are invalid.
-            TypeError: ``name``, ``mime_type`` or ``description`` is not a string or
-                ``None``, or ``single_use`` is not a bool.
+            TypeError: ``name``, ``title``, ``mime_type`` or ``description`` is not a
+                string or ``None``, or ``single_use`` is not a bool.
         """
         problem = resource_uri_problem(uri) or caching_problem(ttl_ms, cache_scope)
         if problem is not None:
@@ -302,6 +308,7 @@ class App:
         optional_text(f"resource {uri!r}: name", name)
         if name == "":  # as for tools and prompts: only None takes the function's name
             raise ValueError(f"resource {uri!r}: name must not be empty")
+        optional_text(f"resource {uri!r}: title", title)
         optional_text(f"resource {uri!r}: mime_type", mime_type)
         optional_text(f"resource {uri!r}: description", description)
         flag(f"resource {uri!r}: single_use", single_use)
@@ -316,7 +323,8 @@ class App:
                 self._templates[uri] = ResourceTemplateDef(
                     uri_template=uri, name=label, description=doc, mime_type=mime_type,
                     handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
-                    single_use=single_use, pattern=ResourceTemplateDef.compile(uri),
+                    single_use=single_use, title=title,
+                    pattern=ResourceTemplateDef.compile(uri),
                 )
             else:
                 if uri in self._resources:
@@ -324,7 +332,7 @@ class App:
                 self._resources[uri] = ResourceDef(
                     uri=uri, name=label, description=doc, mime_type=mime_type,
                     handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
-                    single_use=single_use,
+                    single_use=single_use, title=title,
                 )
             return handler
 

@@ -189,10 +189,13 @@ class PromptArgument:
     name: str
     description: str | None = None
     required: bool = False
+    title: str | None = None
 
     def to_wire(self) -> JsonObject:
-        """The ``PromptArgument`` wire object."""
+        """The ``PromptArgument`` wire object (``title`` only when given)."""
         out: JsonObject = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         out["required"] = self.required
@@ -400,6 +403,7 @@ class PromptDef:
     arguments: tuple[PromptArgument, ...]
     handler: Callable[..., Any] = attrs.field(repr=False)
     single_use: bool = False
+    title: str | None = None
 
     @classmethod
     def build(
@@ -410,6 +414,7 @@ class PromptDef:
         description: str | None,
         arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None,
         single_use: bool,
+        title: str | None = None,
     ) -> PromptDef:
         """Check and build a prompt definition (raises ``ValueError``/``TypeError``, the
         latter also for declared arguments the handler cannot be called with)."""
@@ -419,6 +424,7 @@ class PromptDef:
         if not prompt_name:
             raise ValueError("a prompt needs a name")
         optional_text(f"prompt {prompt_name!r}: description", description)
+        optional_text(f"prompt {prompt_name!r}: title", title)
         flag(f"prompt {prompt_name!r}: single_use", single_use)
         _handler_params(handler, "prompt")
         if arguments is None:
@@ -440,11 +446,14 @@ class PromptDef:
             arguments=args,
             handler=handler,
             single_use=single_use,
+            title=title,
         )
 
     def to_wire(self) -> JsonObject:
-        """The ``Prompt`` wire object."""
+        """The ``Prompt`` wire object (``title`` only when given)."""
         out: JsonObject = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         out["arguments"] = [a.to_wire() for a in self.arguments]
@@ -486,12 +495,12 @@ def _prompt_argument(
     prompt: str, value: PromptArgument | Mapping[str, Any] | str
 ) -> PromptArgument:
     """One declared argument of ``prompt``: a ``PromptArgument``, a name (required), or a
-    ``{"name", "description", "required"}`` mapping; anything else is refused. A
+    ``{"name", "title", "description", "required"}`` mapping; anything else is refused. A
     ``PromptArgument`` is checked as the mapping of its fields is: they go on the wire as
     they are (``prompts/list``)."""
     if isinstance(value, PromptArgument):
-        value = {"name": value.name, "description": value.description,
-                 "required": value.required}
+        value = {"name": value.name, "title": value.title,
+                 "description": value.description, "required": value.required}
     if isinstance(value, str):
         return PromptArgument(name=value, required=True)
     if not isinstance(value, Mapping):
@@ -501,12 +510,14 @@ def _prompt_argument(
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt {prompt!r}: an argument needs a non-empty string name,"
                          f" got {value!r}")
+    optional_text(f"prompt {prompt!r}: argument {name!r} title", value.get("title"))
     optional_text(f"prompt {prompt!r}: argument {name!r} description", value.get("description"))
     flag(f"prompt {prompt!r}: argument {name!r} required", value.get("required", False))
     return PromptArgument(
         name=name,
         description=value.get("description"),
         required=value.get("required", False),
+        title=value.get("title"),
     )
 
 
@@ -522,10 +533,13 @@ class ResourceDef:
     ttl_ms: int = 0
     cache_scope: CacheScope = "private"
     single_use: bool = False
+    title: str | None = None
 
     def to_wire(self) -> JsonObject:
-        """The ``Resource`` wire object."""
+        """The ``Resource`` wire object (``title`` only when given)."""
         out: JsonObject = {"uri": self.uri, "name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         if self.mime_type is not None:
@@ -546,6 +560,7 @@ class ResourceTemplateDef:
     ttl_ms: int = 0
     cache_scope: CacheScope = "private"
     single_use: bool = False
+    title: str | None = None
     _pattern: re.Pattern[str] = attrs.field(alias="pattern", repr=False, eq=False)
 
     @staticmethod
@@ -566,8 +581,10 @@ class ResourceTemplateDef:
         return None if found is None else found.groupdict()
 
     def to_wire(self) -> JsonObject:
-        """The ``ResourceTemplate`` wire object."""
+        """The ``ResourceTemplate`` wire object (``title`` only when given)."""
         out: JsonObject = {"uriTemplate": self.uri_template, "name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         if self.mime_type is not None:

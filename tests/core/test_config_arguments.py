@@ -253,6 +253,13 @@ def test_tool_registration_refuses_bad_values_naming_the_tool(
          "prompt 'greet': argument 'who' required must be True or False, not int"),
         ({"arguments": [PromptArgument(name="who", description=3)]}, TypeError,  # type: ignore[arg-type]
          "prompt 'greet': argument 'who' description must be a string or None, not int"),
+        # Prompt.title and PromptArgument.title (schema.ts BaseMetadata) are strings.
+        ({"title": ["Greet"]}, TypeError, "prompt 'greet': title must be a string or None,"
+         " not list"),
+        ({"arguments": [{"name": "who", "title": 3}]}, TypeError,
+         "prompt 'greet': argument 'who' title must be a string or None, not int"),
+        ({"arguments": [PromptArgument(name="who", title=b"Who")]}, TypeError,  # type: ignore[arg-type]
+         "prompt 'greet': argument 'who' title must be a string or None, not bytes"),
         ({"description": b"hi"}, TypeError, "prompt 'greet': description must be a string or None"),
         ({"single_use": 1}, TypeError, "prompt 'greet': single_use must be True or False, not int"),
         ({"name": 5}, TypeError, "prompt name must be a string, not int"),
@@ -278,6 +285,7 @@ def _read(ctx: Any, uri: str) -> str:
         ({"mime_type": 5}, "resource 'file:///a': mime_type must be a string or None, not int"),
         ({"description": b"a"},
          "resource 'file:///a': description must be a string or None, not bytes"),
+        ({"title": 5}, "resource 'file:///a': title must be a string or None, not int"),
         ({"single_use": "no"}, "resource 'file:///a': single_use must be True or False, not str"),
     ],
 )
@@ -325,13 +333,15 @@ def test_prompt_registration_refuses_arguments_its_handler_cannot_take(
 def test_prompt_registration_keeps_good_arguments() -> None:
     app = App("srv", "1", codec=codec())
 
-    def greet(ctx: Any, who: str, tone: str = "plain") -> str:
+    def greet(ctx: Any, who: str, tone: str = "plain", mood: str = "calm") -> str:
         return f"hi {who}, {tone}"
 
-    app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"}])(greet)
+    app.prompt("greet", arguments=["who", {"name": "tone", "description": "how"},
+                                    PromptArgument(name="mood", title="Mood")])(greet)
     assert [a.to_wire() for a in app.prompts[0].arguments] == [
         {"name": "who", "required": True},
         {"name": "tone", "description": "how", "required": False},
+        {"name": "mood", "title": "Mood", "required": False},
     ]
 
 

@@ -5,6 +5,8 @@
 - ``@app.tool(output_schema=...)``: listed as ``outputSchema``; every complete result of
   that tool that is not an error must carry ``structuredContent`` the schema accepts, else
   the call is answered -32603 naming what was wrong (server/tools.mdx § Output Schema);
+- ``@app.prompt(title=...)`` (and an argument's ``title``) and ``@app.resource(title=...)``,
+  for resources and templates: listed as ``title``, only when given;
 - the same lists go through a client unchanged (in memory, as JSON text both ways).
 """
 
@@ -186,6 +188,62 @@ def test_an_error_result_needs_no_structured_content() -> None:
     assert _call(app)["result"]["content"] == [{"type": "text", "text": "no such city"}]
 
 
+# --- prompts and resources: titles -------------------------------------------------------------
+
+
+def _titled_app() -> App:
+    app = App("t", "1", codec=make_codec())
+
+    @app.prompt(title="Code review", arguments=[{"name": "code", "title": "Code to review",
+                                                          "required": True}])
+    def review(ctx: Context, code: str) -> str:
+        """Review some code."""
+        return code
+
+    @app.prompt()
+    def plain(ctx: Context) -> str:
+        return "x"
+
+    @app.resource("file:///readme", title="Project README", mime_type="text/plain")
+    def readme(ctx: Context, uri: str) -> str:
+        return "hello"
+
+    @app.resource("file:///plain")
+    def plain_file(ctx: Context, uri: str) -> str:
+        return "x"
+
+    @app.resource("file:///logs/{day}", title="Logs of a day")
+    def logs(ctx: Context, uri: str, day: str) -> str:
+        return day
+
+    @app.resource("file:///other/{day}")
+    def other(ctx: Context, uri: str, day: str) -> str:
+        return day
+
+    return app
+
+
+def test_prompts_list_shows_a_prompts_and_its_arguments_titles_only_when_given() -> None:
+    assert _list(_titled_app(), "prompts/list") == [
+        {"name": "review", "title": "Code review", "description": "Review some code.",
+         "arguments": [{"name": "code", "title": "Code to review", "required": True}]},
+        {"name": "plain", "arguments": []},
+    ]
+
+
+def test_resource_lists_show_a_resources_title_only_when_given() -> None:
+    app = _titled_app()
+    assert _list(app, "resources/list") == [
+        {"uri": "file:///readme", "name": "readme", "title": "Project README",
+         "mimeType": "text/plain"},
+        {"uri": "file:///plain", "name": "plain_file"},
+    ]
+    assert _list(app, "resources/templates/list") == [
+        {"uriTemplate": "file:///logs/{day}", "name": "logs", "title": "Logs of a day"},
+        {"uriTemplate": "file:///other/{day}", "name": "other"},
+    ]
+
+
 # --- through a client -----------------------------------------------------------------------
 
 
@@ -219,3 +277,15 @@ def test_a_client_lists_the_output_schema_and_gets_only_results_that_fit_it() ->
     assert listed["tools"][0]["outputSchema"] == WEATHER
     assert refused.value.code == INTERNAL_ERROR
     assert "'conditions' is a required property" in refused.value.message
+
+
+def test_a_client_lists_prompt_and_resource_titles() -> None:
+    app = _titled_app()
+    with _client(app) as client:
+        prompts = client.request("prompts/list")["prompts"]
+        resources = client.request("resources/list")["resources"]
+        templates = client.request("resources/templates/list")["resourceTemplates"]
+    assert prompts == _list(app, "prompts/list")
+    assert prompts[0]["title"] == "Code review"
+    assert resources[0]["title"] == "Project README"
+    assert templates[0]["title"] == "Logs of a day"
