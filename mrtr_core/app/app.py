@@ -46,6 +46,10 @@ from mrtr_core.app.registry import (
     ResourceTemplateDef,
     ToolDef,
     check_resource_handler,
+    declared_annotations,
+    declared_icons,
+    declared_meta,
+    declared_size,
     first_paragraph,
     is_template,
     resource_uri_problem,
@@ -200,6 +204,8 @@ class App:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         output_schema: JsonObject | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a tool. The handler is ``(ctx, **arguments)``, sync or async.
 
@@ -220,6 +226,13 @@ class App:
                 of the tool's ``structuredContent``. Every complete result that is not an
                 error must then carry ``structuredContent`` it accepts, else the call is
                 answered -32603 (server/tools.mdx § Output Schema).
+            icons: ``Icon`` mappings: ``src`` (a string), and when given ``mimeType`` (a
+                string), ``sizes`` (a list of strings), ``theme`` (``"light"`` or
+                ``"dark"``); any other member, or one of another type, is refused.
+            meta: The tool's ``_meta``: a mapping with string keys that JSON can write.
+
+        Each is checked when the decorator runs (``TypeError``/``ValueError`` naming it),
+        copied, and listed in ``tools/list`` under the schema's name only when given.
 
         The handler's value becomes the ``CallToolResult`` (see
         :func:`~mrtr_core.app.results.tool_result`); an exception becomes a result with
@@ -233,7 +246,7 @@ class App:
             tool = ToolDef.build(handler, name=name, description=description,
                                  input_schema=input_schema, single_use=single_use,
                                  title=title, annotations=annotations,
-                                 output_schema=output_schema)
+                                 output_schema=output_schema, icons=icons, meta=meta)
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is already registered")
             self._tools[tool.name] = tool
@@ -249,11 +262,14 @@ class App:
         single_use: bool = False,
         *,
         title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a prompt. The handler is ``(ctx, **arguments)`` with string arguments.
 
         ``name`` defaults to the function's name; an empty one is refused (``ValueError``).
-        ``title`` is its display name in ``prompts/list``.
+        ``title`` is its display name in ``prompts/list``; ``icons`` and ``meta`` (its
+        ``_meta``) are checked, copied and listed as a tool's are (:meth:`tool`).
         ``arguments`` are ``{"name", "title", "description", "required"}`` mappings (or
         names, which are required); by default derived from the handler's parameters. The
         handler takes them by keyword: one it cannot take, or a parameter without a default
@@ -265,7 +281,8 @@ class App:
 
         def register(handler: F) -> F:
             prompt = PromptDef.build(handler, name=name, description=description,
-                                     arguments=arguments, single_use=single_use, title=title)
+                                     arguments=arguments, single_use=single_use, title=title,
+                                     icons=icons, meta=meta)
             if prompt.name in self._prompts:
                 raise ValueError(f"prompt {prompt.name!r} is already registered")
             self._prompts[prompt.name] = prompt
@@ -284,6 +301,10 @@ class App:
         single_use: bool = False,
         *,
         title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        size: int | None = None,
     ) -> Callable[[F], F]:
         """Register a resource, or a resource template when ``uri`` contains ``{var}``.
 
@@ -293,13 +314,20 @@ class App:
         ``(ctx, uri, **variables)``; a generator function is refused) and returns
         text, bytes (sent as a base64 blob), a list of contents items, or a whole
         ``ReadResourceResult`` mapping. ``ttl_ms``/``cache_scope`` are its caching hints;
-        ``title`` is its display name in ``resources/list`` (``resources/templates/list``).
+        ``title`` is its display name in ``resources/list`` (``resources/templates/list``);
+        ``icons`` and ``meta`` (its ``_meta``) are checked, copied and listed as a tool's
+        are (:meth:`tool`), as are ``annotations`` (``Annotations``: ``audience``, a list of
+        ``"user"`` and ``"assistant"``; ``priority``, a number from 0 to 1;
+        ``lastModified``, a string) and, for a resource that is not a template, ``size``
+        (the raw content's size in bytes, an integer).
 
         Raises:
-            ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty, or
-                the caching hints are invalid.
+            ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty,
+                the caching hints are invalid, a template is given a ``size``, or a member
+                of ``icons``, ``meta`` or ``annotations`` is unknown or out of range.
             TypeError: ``name``, ``title``, ``mime_type`` or ``description`` is not a
-                string or ``None``, or ``single_use`` is not a bool.
+                string or ``None``, ``single_use`` is not a bool, or ``icons``, ``meta``,
+                ``annotations``, ``size`` or one of their members is of another type.
         """
         problem = resource_uri_problem(uri) or caching_problem(ttl_ms, cache_scope)
         if problem is not None:
@@ -312,6 +340,14 @@ class App:
         optional_text(f"resource {uri!r}: mime_type", mime_type)
         optional_text(f"resource {uri!r}: description", description)
         flag(f"resource {uri!r}: single_use", single_use)
+        owner = f"resource {uri!r}"
+        resource_icons = declared_icons(owner, icons)
+        resource_meta = declared_meta(owner, meta)
+        resource_annotations = declared_annotations(owner, annotations)
+        resource_size = declared_size(owner, size)
+        if resource_size is not None and is_template(uri):
+            # schema.ts: size is a member of Resource only, not of ResourceTemplate.
+            raise ValueError(f"{owner}: a resource template has no size")
 
         def register(handler: F) -> F:
             check_resource_handler(handler, uri)
@@ -323,7 +359,8 @@ class App:
                 self._templates[uri] = ResourceTemplateDef(
                     uri_template=uri, name=label, description=doc, mime_type=mime_type,
                     handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
-                    single_use=single_use, title=title,
+                    single_use=single_use, title=title, icons=resource_icons,
+                    meta=resource_meta, annotations=resource_annotations,
                     pattern=ResourceTemplateDef.compile(uri),
                 )
             else:
@@ -332,7 +369,8 @@ class App:
                 self._resources[uri] = ResourceDef(
                     uri=uri, name=label, description=doc, mime_type=mime_type,
                     handler=handler, ttl_ms=ttl_ms, cache_scope=cache_scope,
-                    single_use=single_use, title=title,
+                    single_use=single_use, title=title, icons=resource_icons,
+                    meta=resource_meta, annotations=resource_annotations, size=resource_size,
                 )
             return handler
 

@@ -20,6 +20,7 @@ import attrs
 import jsonschema
 
 from mrtr_core._checks import flag, instance_of, optional_text
+from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, Member, failing_member, of_kind
 from mrtr_core.app.results import tool_result
 from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema
@@ -35,6 +36,10 @@ __all__ = [
     "ResourceTemplateDef",
     "ToolDef",
     "check_resource_handler",
+    "declared_annotations",
+    "declared_icons",
+    "declared_meta",
+    "declared_size",
     "derive_input_schema",
     "derive_prompt_arguments",
     "first_paragraph",
@@ -89,6 +94,82 @@ def _tool_annotations(tool: str, annotations: Any) -> JsonObject | None:
         instance_of(f"tool {tool!r}: annotations {member}", value, kind, what)
         out[member] = value
     return out
+
+
+def _declared_members(
+    where: str, value: Any, members: Mapping[str, Member], what: str
+) -> JsonObject:
+    """A copy of ``value`` (named ``where``), a mapping of ``members`` given when a definition
+    is declared (its lists copied too): ``TypeError`` when it is not a mapping or a member is
+    not of its JSON type, ``ValueError`` for another member (a misspelt one would be dropped
+    by every client without a word) or a value its test refuses."""
+    instance_of(where, value, Mapping, what)
+    for member in value:
+        if not isinstance(member, str) or member not in members:
+            raise ValueError(f"{where} member {member!r} is not one of {', '.join(members)}")
+    failed = failing_member(value, members)
+    if failed is not None:
+        spec, given = members[failed], value[failed]
+        if not of_kind(given, spec):
+            raise TypeError(f"{where} {failed} must be {spec.what}, not {type(given).__name__}")
+        raise ValueError(f"{where} {failed} must be {spec.what}, got {given!r}")
+    return {member: list(item) if isinstance(item, list) else item
+            for member, item in value.items()}
+
+
+def declared_icons(owner: str, icons: Any) -> list[JsonObject] | None:
+    """A copy of the ``icons`` given to a decorator (``None`` for none), each an ``Icon``
+    (schema.ts: a string ``src``; ``mimeType``, ``sizes`` and ``theme`` when given, checked
+    as in a result's resource link); ``TypeError``/``ValueError`` naming ``owner`` and the
+    member."""
+    if icons is None:
+        return None
+    if isinstance(icons, str | bytes) or not isinstance(icons, Sequence):
+        raise TypeError(f"{owner}: icons must be a list of icons or None,"
+                        f" not {type(icons).__name__}")
+    out: list[JsonObject] = []
+    for index, icon in enumerate(icons):
+        where = f"{owner}: icons[{index}]"
+        item = _declared_members(where, icon, ICON, "a mapping of Icon members")
+        if "src" not in item:
+            raise ValueError(f"{where} needs a src")
+        out.append(item)
+    return out
+
+
+def declared_annotations(owner: str, annotations: Any) -> JsonObject | None:
+    """A copy of the ``Annotations`` given to ``@app.resource`` (``None`` for none):
+    ``audience``, ``priority`` and ``lastModified``, checked as in a result's content
+    block; ``TypeError``/``ValueError`` naming ``owner`` and the member."""
+    if annotations is None:
+        return None
+    return _declared_members(f"{owner}: annotations", annotations, ANNOTATIONS,
+                             "a mapping of Annotations members or None")
+
+
+def declared_meta(owner: str, meta: Any) -> JsonObject | None:
+    """A copy of the ``_meta`` given to a decorator (``None`` for none): a mapping with
+    string keys that JSON can write (RFC 8259: no sets, bytes or NaN anywhere), copied as a
+    client reads it; ``TypeError``/``ValueError`` naming ``owner``."""
+    if meta is None:
+        return None
+    instance_of(f"{owner}: meta", meta, Mapping, "a mapping or None")
+    for key in meta:
+        # JSON would write another key as a string: the object listed is not the one given.
+        instance_of(f"{owner}: meta key {key!r}", key, str, "a string")
+    try:
+        out: JsonObject = json.loads(json.dumps(dict(meta), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{owner}: meta is not JSON ({exc})") from None
+    return out
+
+
+def declared_size(owner: str, size: Any) -> int | None:
+    """The ``size`` given to ``@app.resource`` (``None`` for none): an integer, as in a
+    result's resource link (a bool is not one); ``TypeError`` naming ``owner``."""
+    if size is not None and not LINK["size"].test(size):
+        raise TypeError(f"{owner}: size must be an integer or None, not {type(size).__name__}")
+    return typing.cast("int | None", size)
 
 
 def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
@@ -306,6 +387,10 @@ class ToolDef:
     annotations: JsonObject | None = None
     """The ``ToolAnnotations`` members given, or ``None``."""
     output_schema: JsonObject | None = None
+    icons: list[JsonObject] | None = None
+    """The ``Icon`` objects given, or ``None``."""
+    meta: JsonObject | None = None
+    """The ``_meta`` given, or ``None``."""
     _schema: CompiledSchema = attrs.field(alias="schema", repr=False, eq=False)
     _output: CompiledSchema | None = attrs.field(alias="output", default=None, repr=False,
                                                  eq=False)
@@ -323,6 +408,8 @@ class ToolDef:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         output_schema: JsonObject | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolDef:
         """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
         tool_name = name if name is not None else handler.__name__
@@ -331,6 +418,8 @@ class ToolDef:
         optional_text(f"tool {tool_name!r}: description", description)
         optional_text(f"tool {tool_name!r}: title", title)
         tool_annotations = _tool_annotations(tool_name, annotations)
+        tool_icons = declared_icons(f"tool {tool_name!r}", icons)
+        tool_meta = declared_meta(f"tool {tool_name!r}", meta)
         flag(f"tool {tool_name!r}: single_use", single_use)
         instance_of(f"tool {tool_name!r}: input_schema", input_schema, (Mapping, type(None)),
                     "a JSON Schema mapping or None")
@@ -364,17 +453,21 @@ class ToolDef:
             title=title,
             annotations=tool_annotations,
             output_schema=output,
+            icons=tool_icons,
+            meta=tool_meta,
             schema=CompiledSchema(schema),
             output=None if output is None else CompiledSchema(output),
             plan=CallPlan.of(handler),
         )
 
     def to_wire(self) -> JsonObject:
-        """The ``Tool`` wire object (``title``, ``outputSchema`` and ``annotations`` only
-        when given)."""
+        """The ``Tool`` wire object (``title``, ``icons``, ``outputSchema``,
+        ``annotations`` and ``_meta`` only when given)."""
         out: JsonObject = {"name": self.name}
         if self.title is not None:
             out["title"] = self.title
+        if self.icons is not None:
+            out["icons"] = self.icons
         if self.description is not None:
             out["description"] = self.description
         out["inputSchema"] = self.input_schema
@@ -382,6 +475,8 @@ class ToolDef:
             out["outputSchema"] = self.output_schema
         if self.annotations is not None:
             out["annotations"] = self.annotations
+        if self.meta is not None:
+            out["_meta"] = self.meta
         return out
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
@@ -404,6 +499,10 @@ class PromptDef:
     handler: Callable[..., Any] = attrs.field(repr=False)
     single_use: bool = False
     title: str | None = None
+    icons: list[JsonObject] | None = None
+    """The ``Icon`` objects given, or ``None``."""
+    meta: JsonObject | None = None
+    """The ``_meta`` given, or ``None``."""
 
     @classmethod
     def build(
@@ -415,6 +514,8 @@ class PromptDef:
         arguments: Sequence[PromptArgument | Mapping[str, Any] | str] | None,
         single_use: bool,
         title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> PromptDef:
         """Check and build a prompt definition (raises ``ValueError``/``TypeError``, the
         latter also for declared arguments the handler cannot be called with)."""
@@ -425,6 +526,8 @@ class PromptDef:
             raise ValueError("a prompt needs a name")
         optional_text(f"prompt {prompt_name!r}: description", description)
         optional_text(f"prompt {prompt_name!r}: title", title)
+        prompt_icons = declared_icons(f"prompt {prompt_name!r}", icons)
+        prompt_meta = declared_meta(f"prompt {prompt_name!r}", meta)
         flag(f"prompt {prompt_name!r}: single_use", single_use)
         _handler_params(handler, "prompt")
         if arguments is None:
@@ -447,16 +550,23 @@ class PromptDef:
             handler=handler,
             single_use=single_use,
             title=title,
+            icons=prompt_icons,
+            meta=prompt_meta,
         )
 
     def to_wire(self) -> JsonObject:
-        """The ``Prompt`` wire object (``title`` only when given)."""
+        """The ``Prompt`` wire object (``title``, ``icons`` and ``_meta`` only when
+        given)."""
         out: JsonObject = {"name": self.name}
         if self.title is not None:
             out["title"] = self.title
+        if self.icons is not None:
+            out["icons"] = self.icons
         if self.description is not None:
             out["description"] = self.description
         out["arguments"] = [a.to_wire() for a in self.arguments]
+        if self.meta is not None:
+            out["_meta"] = self.meta
         return out
 
     def select_arguments(self, arguments: Mapping[str, str]) -> dict[str, str] | str:
@@ -534,16 +644,33 @@ class ResourceDef:
     cache_scope: CacheScope = "private"
     single_use: bool = False
     title: str | None = None
+    icons: list[JsonObject] | None = None
+    """The ``Icon`` objects given, or ``None``."""
+    annotations: JsonObject | None = None
+    """The ``Annotations`` members given, or ``None``."""
+    size: int | None = None
+    """The size of the raw content in bytes, or ``None``."""
+    meta: JsonObject | None = None
+    """The ``_meta`` given, or ``None``."""
 
     def to_wire(self) -> JsonObject:
-        """The ``Resource`` wire object (``title`` only when given)."""
+        """The ``Resource`` wire object (``title``, ``icons``, ``annotations``, ``size``
+        and ``_meta`` only when given)."""
         out: JsonObject = {"uri": self.uri, "name": self.name}
         if self.title is not None:
             out["title"] = self.title
+        if self.icons is not None:
+            out["icons"] = self.icons
         if self.description is not None:
             out["description"] = self.description
         if self.mime_type is not None:
             out["mimeType"] = self.mime_type
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
+        if self.size is not None:
+            out["size"] = self.size
+        if self.meta is not None:
+            out["_meta"] = self.meta
         return out
 
 
@@ -561,6 +688,12 @@ class ResourceTemplateDef:
     cache_scope: CacheScope = "private"
     single_use: bool = False
     title: str | None = None
+    icons: list[JsonObject] | None = None
+    """The ``Icon`` objects given, or ``None``."""
+    annotations: JsonObject | None = None
+    """The ``Annotations`` members given, or ``None``."""
+    meta: JsonObject | None = None
+    """The ``_meta`` given, or ``None``."""
     _pattern: re.Pattern[str] = attrs.field(alias="pattern", repr=False, eq=False)
 
     @staticmethod
@@ -581,14 +714,21 @@ class ResourceTemplateDef:
         return None if found is None else found.groupdict()
 
     def to_wire(self) -> JsonObject:
-        """The ``ResourceTemplate`` wire object (``title`` only when given)."""
+        """The ``ResourceTemplate`` wire object (``title``, ``icons``, ``annotations`` and
+        ``_meta`` only when given)."""
         out: JsonObject = {"uriTemplate": self.uri_template, "name": self.name}
         if self.title is not None:
             out["title"] = self.title
+        if self.icons is not None:
+            out["icons"] = self.icons
         if self.description is not None:
             out["description"] = self.description
         if self.mime_type is not None:
             out["mimeType"] = self.mime_type
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
+        if self.meta is not None:
+            out["_meta"] = self.meta
         return out
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from mrtr_core import jsontext
+from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, META, Member, failing_member
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import JsonObject
@@ -48,62 +49,11 @@ _BLOCK_STRINGS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 
-# The optional members of those objects (schema.ts: Annotations, Icon, ResourceLink, the
-# _meta of every block and contents item): each, when given, is of its type, or a client
-# checking the schema refuses the whole result. A member's test and what it must be.
-_Member = tuple[Callable[[Any], bool], str]
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _is_object(value: Any) -> bool:
-    return isinstance(value, dict)
-
-
-def _is_integer(value: Any) -> bool:
-    return type(value) is int  # a bool is not an integer here (as for ttlMs)
-
-
-def _is_priority(value: Any) -> bool:
-    # The chained comparison is false for nan as for anything out of range.
-    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
-
-
-def _is_audience(value: Any) -> bool:
-    return isinstance(value, list) and all(role in ("user", "assistant") for role in value)
-
-
-def _is_texts(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-_META: Final[Mapping[str, _Member]] = {"_meta": (_is_object, "an object")}
-_ANNOTATIONS: Final[Mapping[str, _Member]] = {
-    "audience": (_is_audience, "a list of 'user' and 'assistant'"),
-    "priority": (_is_priority, "a number from 0 to 1"),
-    "lastModified": (_is_text, "a string"),
-}
-_ICON: Final[Mapping[str, _Member]] = {
-    "mimeType": (_is_text, "a string"),
-    "sizes": (_is_texts, "a list of strings"),
-    "theme": (lambda value: value in ("light", "dark"), "'light' or 'dark'"),
-}
-_LINK: Final[Mapping[str, _Member]] = {
-    **_META,
-    "title": (_is_text, "a string"),
-    "description": (_is_text, "a string"),
-    "mimeType": (_is_text, "a string"),
-    "size": (_is_integer, "an integer"),
-}
-
-
-def _check_members(obj: JsonObject, where: str, members: Mapping[str, _Member]) -> None:
+def _check_members(obj: JsonObject, where: str, members: Mapping[str, Member]) -> None:
     """Refuse ``obj`` (named ``where``) when one of ``members`` it has fails its test."""
-    for member, (test, what) in members.items():
-        if member in obj and not test(obj[member]):
-            raise _bad(f"{where}.{member} must be {what}")
+    member = failing_member(obj, members)
+    if member is not None:
+        raise _bad(f"{where}.{member} must be {members[member].what}")
 
 
 def _check_optional(block: JsonObject, where: str) -> None:
@@ -111,12 +61,12 @@ def _check_optional(block: JsonObject, where: str) -> None:
     type (schema.ts: every block's ``annotations`` and ``_meta``; a resource link's
     ``Resource`` members, ``icons`` among them)."""
     kind = block["type"]
-    _check_members(block, where, _LINK if kind == "resource_link" else _META)
+    _check_members(block, where, LINK if kind == "resource_link" else META)
     if "annotations" in block:
         annotations = block["annotations"]
         if not isinstance(annotations, dict):
             raise _bad(f"{where}.annotations must be an object")
-        _check_members(annotations, f"{where}.annotations", _ANNOTATIONS)
+        _check_members(annotations, f"{where}.annotations", ANNOTATIONS)
     if kind == "resource_link" and "icons" in block:
         icons = block["icons"]
         if not isinstance(icons, list):
@@ -125,9 +75,9 @@ def _check_optional(block: JsonObject, where: str) -> None:
             at = f"{where}.icons[{index}]"
             if not isinstance(icon, dict) or not isinstance(icon.get("src"), str):
                 raise _bad(f"{at} must be an icon (an object) with a string 'src'")
-            _check_members(icon, at, _ICON)
+            _check_members(icon, at, ICON)
     if kind == "resource":
-        _check_members(block["resource"], f"{where}.resource", _META)
+        _check_members(block["resource"], f"{where}.resource", META)
 
 
 def _check_block(block: Any, where: str) -> None:
@@ -315,7 +265,7 @@ def resource_result(
         raise _bad("contents must be a non-empty list of items with a string uri and a "
                    "string text or blob (and mimeType, when given)")
     for index, item in enumerate(contents):
-        _check_members(item, f"contents[{index}]", _META)
+        _check_members(item, f"contents[{index}]", META)
     out.setdefault("ttlMs", ttl_ms)
     out.setdefault("cacheScope", cache_scope)
     problem = caching_problem(out["ttlMs"], out["cacheScope"])

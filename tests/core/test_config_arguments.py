@@ -222,6 +222,39 @@ def _greet(ctx: Any) -> str:
          "tool 'greet': outputSchema is not JSON \\(Object of type set is not JSON"),
         ({"output_schema": {"maximum": float("inf")}}, ValueError,
          "tool 'greet': outputSchema is not JSON \\(Out of range float values"),
+        # Tool.icons is a list of Icon (schema.ts): src a string, mimeType a string, sizes
+        # a list of strings, theme 'light' or 'dark'; a misspelt member is refused too.
+        ({"icons": "x.png"}, TypeError, "tool 'greet': icons must be a list of icons or None,"
+         " not str"),
+        ({"icons": {"src": "x.png"}}, TypeError,
+         "tool 'greet': icons must be a list of icons or None, not dict"),
+        ({"icons": ["x.png"]}, TypeError,
+         "tool 'greet': icons\\[0\\] must be a mapping of Icon members, not str"),
+        ({"icons": [{"mimeType": "image/png"}]}, ValueError,
+         "tool 'greet': icons\\[0\\] needs a src"),
+        ({"icons": [{"src": "a.png"}, {"src": 5}]}, TypeError,
+         "tool 'greet': icons\\[1\\] src must be a string, not int"),
+        ({"icons": [{"src": "a.png", "mimeType": 5}]}, TypeError,
+         "tool 'greet': icons\\[0\\] mimeType must be a string, not int"),
+        ({"icons": [{"src": "a.png", "sizes": "48x48"}]}, TypeError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of strings, not str"),
+        ({"icons": [{"src": "a.png", "sizes": [48]}]}, ValueError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of strings, got \\[48\\]"),
+        ({"icons": [{"src": "a.png", "theme": "blue"}]}, ValueError,
+         "tool 'greet': icons\\[0\\] theme must be 'light' or 'dark', got 'blue'"),
+        ({"icons": [{"src": "a.png", "theme": None}]}, TypeError,
+         "tool 'greet': icons\\[0\\] theme must be 'light' or 'dark', not NoneType"),
+        ({"icons": [{"src": "a.png", "size": "48x48"}]}, ValueError,
+         "tool 'greet': icons\\[0\\] member 'size' is not one of src, mimeType, sizes,"
+         " theme"),
+        # Tool._meta is a JSON object (schema.ts MetaObject), listed as it is.
+        ({"meta": [("k", 1)]}, TypeError, "tool 'greet': meta must be a mapping or None,"
+         " not list"),
+        ({"meta": {1: "x"}}, TypeError, "tool 'greet': meta key 1 must be a string, not int"),
+        ({"meta": {"k": {1, 2}}}, ValueError,
+         "tool 'greet': meta is not JSON \\(Object of type set is not JSON"),
+        ({"meta": {"k": float("nan")}}, ValueError,
+         "tool 'greet': meta is not JSON \\(Out of range float values"),
     ],
 )
 def test_tool_registration_refuses_bad_values_naming_the_tool(
@@ -263,6 +296,14 @@ def test_tool_registration_refuses_bad_values_naming_the_tool(
         ({"description": b"hi"}, TypeError, "prompt 'greet': description must be a string or None"),
         ({"single_use": 1}, TypeError, "prompt 'greet': single_use must be True or False, not int"),
         ({"name": 5}, TypeError, "prompt name must be a string, not int"),
+        # Prompt.icons and Prompt._meta (schema.ts) are checked as a tool's are.
+        ({"icons": [{"src": b"a.png"}]}, TypeError,
+         "prompt 'greet': icons\\[0\\] src must be a string, not bytes"),
+        ({"icons": [{"src": "a.png", "theme": "Dark"}]}, ValueError,
+         "prompt 'greet': icons\\[0\\] theme must be 'light' or 'dark', got 'Dark'"),
+        ({"meta": "m"}, TypeError, "prompt 'greet': meta must be a mapping or None, not str"),
+        ({"meta": {"k": b"x"}}, ValueError,
+         "prompt 'greet': meta is not JSON \\(Object of type bytes"),
     ],
 )
 def test_prompt_registration_refuses_bad_values_naming_the_prompt(
@@ -297,6 +338,65 @@ def test_resource_registration_refuses_bad_values_naming_the_resource(
     app = App("srv", "1", codec=codec())
     with pytest.raises(TypeError, match=message):
         app.resource("file:///a", **kwargs)(_read)
+    assert app.capabilities() == {}
+
+
+def _read_day(ctx: Any, uri: str, day: str) -> str:
+    return day
+
+
+@pytest.mark.parametrize(
+    ("uri", "kwargs", "error", "message"),
+    [
+        # Resource and ResourceTemplate (schema.ts) have icons, _meta and Annotations
+        # (audience a list of 'user'/'assistant', priority a number from 0 to 1,
+        # lastModified a string); only a Resource has a size, an integer.
+        ("file:///a", {"icons": ("x.png",)}, TypeError,
+         "resource 'file:///a': icons\\[0\\] must be a mapping of Icon members, not str"),
+        ("file:///{day}", {"icons": [{"src": "a.png", "sizes": ["48x48", None]}]}, ValueError,
+         "resource 'file:///{day}': icons\\[0\\] sizes must be a list of strings"),
+        ("file:///a", {"meta": {"k": {1, 2}}}, ValueError,
+         "resource 'file:///a': meta is not JSON \\(Object of type set"),
+        ("file:///{day}", {"meta": 5}, TypeError,
+         "resource 'file:///{day}': meta must be a mapping or None, not int"),
+        ("file:///a", {"annotations": "high"}, TypeError,
+         "resource 'file:///a': annotations must be a mapping of Annotations members or None,"
+         " not str"),
+        ("file:///a", {"annotations": {"audience": "user"}}, TypeError,
+         "resource 'file:///a': annotations audience must be a list of 'user' and"
+         " 'assistant', not str"),
+        ("file:///{day}", {"annotations": {"audience": ["user", "system"]}}, ValueError,
+         "resource 'file:///{day}': annotations audience must be a list of 'user' and"
+         " 'assistant', got \\['user', 'system'\\]"),
+        ("file:///a", {"annotations": {"priority": 2}}, ValueError,
+         "resource 'file:///a': annotations priority must be a number from 0 to 1, got 2"),
+        ("file:///a", {"annotations": {"priority": float("nan")}}, ValueError,
+         "resource 'file:///a': annotations priority must be a number from 0 to 1, got nan"),
+        ("file:///a", {"annotations": {"priority": "1"}}, TypeError,
+         "resource 'file:///a': annotations priority must be a number from 0 to 1, not str"),
+        ("file:///a", {"annotations": {"priority": True}}, TypeError,
+         "resource 'file:///a': annotations priority must be a number from 0 to 1, not bool"),
+        ("file:///{day}", {"annotations": {"lastModified": 20250112}}, TypeError,
+         "resource 'file:///{day}': annotations lastModified must be a string, not int"),
+        ("file:///a", {"annotations": {"Priority": 1}}, ValueError,
+         "resource 'file:///a': annotations member 'Priority' is not one of audience,"
+         " priority, lastModified"),
+        ("file:///a", {"size": "12"}, TypeError,
+         "resource 'file:///a': size must be an integer or None, not str"),
+        ("file:///a", {"size": 1.5}, TypeError,
+         "resource 'file:///a': size must be an integer or None, not float"),
+        ("file:///a", {"size": True}, TypeError,
+         "resource 'file:///a': size must be an integer or None, not bool"),
+        ("file:///{day}", {"size": 12}, ValueError,
+         "resource 'file:///{day}': a resource template has no size"),
+    ],
+)
+def test_resource_registration_refuses_bad_icons_meta_annotations_and_size(
+    uri: str, kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(error, match=message):
+        app.resource(uri, **kwargs)(_read_day if "{" in uri else _read)
     assert app.capabilities() == {}
 
 

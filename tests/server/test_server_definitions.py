@@ -7,6 +7,9 @@
   the call is answered -32603 naming what was wrong (server/tools.mdx § Output Schema);
 - ``@app.prompt(title=...)`` (and an argument's ``title``) and ``@app.resource(title=...)``,
   for resources and templates: listed as ``title``, only when given;
+- ``icons`` and ``meta`` on all four (``icons`` and ``_meta`` in the lists), and a
+  resource's (template's) ``annotations`` and a resource's ``size``: listed as the
+  2026-07-28 schema names them, only when given, as they were when the decorator ran;
 - the same lists go through a client unchanged (in memory, as JSON text both ways).
 """
 
@@ -244,6 +247,92 @@ def test_resource_lists_show_a_resources_title_only_when_given() -> None:
     ]
 
 
+# --- icons, _meta, resource annotations and size ---------------------------------------------
+
+
+ICON = {"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes": ["48x48"],
+        "theme": "dark"}
+SVG = {"src": "data:image/svg+xml;base64,PHN2Zy8+", "sizes": ["any"]}
+ANNOTATIONS = {"audience": ["user", "assistant"], "priority": 0.5,
+               "lastModified": "2025-01-12T15:00:58Z"}
+
+
+def _decorated_app() -> App:
+    app = App("t", "1", codec=make_codec())
+
+    @app.tool(icons=[ICON, SVG], meta={"com.example/tier": "gold"})
+    def deploy(ctx: Context) -> str:
+        return "x"
+
+    @app.prompt(icons=[SVG], meta={"com.example/tags": ["a", {"b": None}]})
+    def review(ctx: Context) -> str:
+        return "x"
+
+    @app.resource("file:///readme", icons=[ICON], meta={"com.example/k": 1},
+                  annotations=ANNOTATIONS, size=1024)
+    def readme(ctx: Context, uri: str) -> str:
+        return "hello"
+
+    @app.resource("file:///empty", size=0)
+    def empty(ctx: Context, uri: str) -> str:
+        return "x"
+
+    @app.resource("file:///logs/{day}", icons=[SVG], meta={"com.example/k": True},
+                  annotations={"priority": 1})
+    def logs(ctx: Context, uri: str, day: str) -> str:
+        return day
+
+    return app
+
+
+def test_the_lists_show_icons_meta_annotations_and_size_as_given() -> None:
+    app = _decorated_app()
+    assert _list(app, "tools/list") == [
+        {"name": "deploy", "icons": [ICON, SVG],
+         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+         "_meta": {"com.example/tier": "gold"}},
+    ]
+    assert _list(app, "prompts/list") == [
+        {"name": "review", "icons": [SVG], "arguments": [],
+         "_meta": {"com.example/tags": ["a", {"b": None}]}},
+    ]
+    assert _list(app, "resources/list") == [
+        {"uri": "file:///readme", "name": "readme", "icons": [ICON],
+         "annotations": ANNOTATIONS, "size": 1024, "_meta": {"com.example/k": 1}},
+        {"uri": "file:///empty", "name": "empty", "size": 0},
+    ]
+    assert _list(app, "resources/templates/list") == [
+        {"uriTemplate": "file:///logs/{day}", "name": "logs", "icons": [SVG],
+         "annotations": {"priority": 1}, "_meta": {"com.example/k": True}},
+    ]
+
+
+def test_icons_meta_and_annotations_are_copied_when_the_definition_is_registered() -> None:
+    app = App("t", "1", codec=make_codec())
+    icons: list[dict[str, Any]] = [{"src": "a.png", "sizes": ["16x16"]}]
+    meta: dict[str, Any] = {"com.example/k": {"deep": [1]}}
+    annotations: dict[str, Any] = {"audience": ["user"]}
+    app.tool(name="t", icons=icons, meta=meta)(lambda ctx: "x")
+    app.prompt(name="p", icons=icons, meta=meta)(lambda ctx: "x")
+    app.resource("file:///r", icons=icons, meta=meta, annotations=annotations)(
+        lambda ctx, uri: "x")
+    app.resource("file:///r/{x}", icons=icons, meta=meta, annotations=annotations)(
+        lambda ctx, uri, x: "x")
+    icons[0]["src"] = "b.png"
+    icons[0]["sizes"].append("any")
+    icons.append({"src": "c.png"})
+    meta["com.example/k"]["deep"].append(2)
+    meta["com.example/other"] = 2
+    annotations["audience"].append("assistant")
+    annotations["priority"] = 1
+    for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+        listed = _list(app, method)[0]
+        assert listed["icons"] == [{"src": "a.png", "sizes": ["16x16"]}], method
+        assert listed["_meta"] == {"com.example/k": {"deep": [1]}}, method
+        if method.startswith("resources"):
+            assert listed["annotations"] == {"audience": ["user"]}, method
+
+
 # --- through a client -----------------------------------------------------------------------
 
 
@@ -289,3 +378,16 @@ def test_a_client_lists_prompt_and_resource_titles() -> None:
     assert prompts[0]["title"] == "Code review"
     assert resources[0]["title"] == "Project README"
     assert templates[0]["title"] == "Logs of a day"
+
+
+def test_a_client_lists_icons_meta_annotations_and_size() -> None:
+    app = _decorated_app()
+    with _client(app) as client:
+        listed = {method: client.request(method) for method in
+                  ("tools/list", "prompts/list", "resources/list", "resources/templates/list")}
+    assert listed["tools/list"]["tools"] == _list(app, "tools/list")
+    assert listed["prompts/list"]["prompts"] == _list(app, "prompts/list")
+    assert listed["resources/list"]["resources"] == _list(app, "resources/list")
+    assert listed["resources/templates/list"]["resourceTemplates"] == _list(
+        app, "resources/templates/list")
+    assert listed["resources/list"]["resources"][0]["size"] == 1024

@@ -1,0 +1,88 @@
+"""The optional members of the schema's small shared objects (schema.ts: ``Annotations``,
+``Icon``, a ``ResourceLink``'s ``Resource`` members, ``_meta``), checked alike where a
+handler's result carries them (:mod:`~mrtr_core.app.results`) and where a definition
+declares them (:mod:`~mrtr_core.app.registry`).
+
+Each member, when given, is of its type, or a client checking the schema refuses the whole
+result (or list) that carries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, NamedTuple
+
+__all__ = ["ANNOTATIONS", "ICON", "LINK", "META", "Member", "failing_member", "of_kind"]
+
+
+class Member(NamedTuple):
+    """One optional member: its test, what it must be (for messages), and the Python
+    type(s) of its JSON type (a value of another type is a ``TypeError`` where a
+    definition is declared; one of that type that fails the test, a ``ValueError``)."""
+
+    test: Callable[[Any], bool]
+    what: str
+    kind: type | tuple[type, ...]
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_integer(value: Any) -> bool:
+    return type(value) is int  # a bool is not an integer here (as for ttlMs)
+
+
+def _is_priority(value: Any) -> bool:
+    # The chained comparison is false for nan as for anything out of range.
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
+
+
+def _is_audience(value: Any) -> bool:
+    return isinstance(value, list) and all(role in ("user", "assistant") for role in value)
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_theme(value: Any) -> bool:
+    return value in ("light", "dark")
+
+
+META: Final[Mapping[str, Member]] = {"_meta": Member(_is_object, "an object", dict)}
+ANNOTATIONS: Final[Mapping[str, Member]] = {
+    "audience": Member(_is_audience, "a list of 'user' and 'assistant'", list),
+    "priority": Member(_is_priority, "a number from 0 to 1", (int, float)),
+    "lastModified": Member(_is_text, "a string", str),
+}
+ICON: Final[Mapping[str, Member]] = {
+    "src": Member(_is_text, "a string", str),  # required: its absence is for the caller
+    "mimeType": Member(_is_text, "a string", str),
+    "sizes": Member(_is_texts, "a list of strings", list),
+    "theme": Member(_is_theme, "'light' or 'dark'", str),
+}
+LINK: Final[Mapping[str, Member]] = {
+    **META,
+    "title": Member(_is_text, "a string", str),
+    "description": Member(_is_text, "a string", str),
+    "mimeType": Member(_is_text, "a string", str),
+    "size": Member(_is_integer, "an integer", int),
+}
+
+
+def failing_member(obj: Mapping[str, Any], members: Mapping[str, Member]) -> str | None:
+    """The first of ``members`` that ``obj`` has and that fails its test, or ``None``."""
+    for member, spec in members.items():
+        if member in obj and not spec.test(obj[member]):
+            return member
+    return None
+
+
+def of_kind(value: Any, spec: Member) -> bool:
+    """Whether ``value`` is of the JSON type of ``spec`` (a bool is no number here)."""
+    return isinstance(value, spec.kind) and not isinstance(value, bool)
