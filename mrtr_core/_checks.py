@@ -19,6 +19,7 @@ __all__ = [
     "http_server_options",
     "instance_of",
     "is_time_limit",
+    "json_value",
     "non_negative_seconds",
     "optional_text",
     "port_number",
@@ -102,6 +103,54 @@ def client_options(transport: Any, methods: tuple[str, ...], random: Any) -> Non
     # Duck-typed, as the core imports no random module: anything with .random() will do.
     if random is not None and not callable(getattr(random, "random", None)):
         raise TypeError(f"random must be a random.Random or None, not {type(random).__name__}")
+
+
+_JSON_DEPTH: Final = 64  # jsonrpc.DEFAULT_MAX_DEPTH: no peer decodes a deeper message
+_LONG_INT_BITS: Final = 4000  # longer integers may exceed the digits str() will write
+
+
+def json_value(name: str, value: Any) -> None:
+    """Refuse ``value`` unless it is a JSON value: dicts with string keys, lists (or
+    tuples), strings, integers, finite floats, booleans and ``None``, nested at most 64
+    levels (as deep as a peer decodes). The error names where the bad part is, as a path
+    from ``name`` (``params.arguments.tags[2]``).
+
+    Raises:
+        TypeError: A part of another type (a set, bytes, an object), or a key that is not
+            a string (the encoder would write ``1`` as ``"1"``, or fail).
+        ValueError: ``NaN`` or an infinity (RFC 8259 §6), an integer too long to write, or
+            nesting deeper than 64 levels (a value that holds itself is one).
+    """
+    stack: list[tuple[str, Any, int]] = [(name, value, 0)]
+    while stack:
+        path, item, depth = stack.pop()
+        if item is None or isinstance(item, str | bool):
+            continue
+        if isinstance(item, int):
+            if item.bit_length() > _LONG_INT_BITS:
+                try:
+                    int.__repr__(item)
+                except ValueError:
+                    raise ValueError(f"{path} is an integer too long to write") from None
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError(f"{path} is {item!r}, not a JSON number")
+            continue
+        if not isinstance(item, dict | list | tuple):
+            raise TypeError(f"{path} is a {type(item).__name__}, not a JSON value")
+        if depth >= _JSON_DEPTH:
+            raise ValueError(f"{path} is nested deeper than {_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise TypeError(
+                        f"{path} has the key {key!r} ({type(key).__name__}), not a string")
+                where = f"{path}.{key}" if key.isidentifier() else f"{path}[{key!r}]"
+                stack.append((where, inner, depth + 1))
+        else:
+            stack.extend((f"{path}[{index}]", inner, depth + 1)
+                         for index, inner in enumerate(item))
 
 
 def positive_int_field(_: object, attribute: attrs.Attribute[Any], value: Any) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import attrs
 
 from mrtr_core import jsontext
-from mrtr_core._checks import flag, instance_of
+from mrtr_core._checks import flag, instance_of, json_value
 from mrtr_core.app import App
 from mrtr_core.server import Context, form, sample
 from mrtr_core.sim.prng import Prng
@@ -93,9 +93,18 @@ class Operation:
         single_use: Whether the target is single-use (every state it seals redeems once).
 
     Raises:
-        ValueError: An id that is empty or holds whitespace, another method, or params
-            that do not name the target (a string ``name``, or ``uri`` to read).
-        TypeError: ``params`` that are not a dict, or a ``single_use`` that is not a bool.
+        ValueError: An id that is empty or holds whitespace, another method, params that
+            do not name the target (a string ``name``, or ``uri`` to read), or params that
+            hold ``NaN``, an infinity, an integer too long to write or nesting deeper than
+            64 levels.
+        TypeError: ``params`` that are not a dict or hold anything but JSON values (a
+            set, an object, a key that is not a string), or a ``single_use`` that is not
+            a bool.
+
+    A params value that is not JSON is named by its path and the operation's id
+    (``operation 'op-3': params.arguments.tags is a set, not a JSON value``): no server
+    could receive it, and its text (a set's order) could differ between two runs of one
+    seed.
     """
 
     op: str
@@ -113,6 +122,10 @@ class Operation:
             raise ValueError(f"method must be {', '.join(_METHODS[:-1])} or {_METHODS[-1]}, "
                              f"got {self.method!r}")
         instance_of("params", self.params, dict, "a dict")
+        try:
+            json_value("params", self.params)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"operation {op!r}: {exc}") from None
         member = "uri" if self.method == READ_RESOURCE else "name"
         if not isinstance(self.params.get(member), str):
             raise ValueError(f"params of a {self.method} operation must name its target as a "

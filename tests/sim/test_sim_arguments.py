@@ -126,3 +126,50 @@ def test_operations_that_return_no_operation_are_refused_by_name() -> None:
                            operations=lambda index, prng: {"op": f"op-{index}"})
     with pytest.raises(TypeError, match="operations returned dict, not an Operation"):
         Simulation(1, flows=1, workload=workload).run()
+
+
+class _Opaque:
+    """No JSON value: what a caller passing an object of its own gives."""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        # A set's order follows the process's string hashes: the violation text it shows
+        # would differ from one run of the same seed to the next.
+        ({"tags": {"a", "b"}}, TypeError,
+         r"operation 'op-1': params\.arguments\.tags is a set, not a JSON value"),
+        ({"n": NAN}, ValueError,
+         r"operation 'op-1': params\.arguments\.n is nan, not a JSON number"),
+        ({"n": [1, float("-inf")]}, ValueError,
+         r"params\.arguments\.n\[1\] is -inf, not a JSON number"),
+        ({"by": {1: "a"}}, TypeError,
+         r"params\.arguments\.by has the key 1 \(int\), not a string"),
+        ({"it": _Opaque()}, TypeError, r"params\.arguments\.it is a _Opaque, not a JSON value"),
+        ({"odd key": {"x": b"raw"}}, TypeError,
+         r"params\.arguments\['odd key'\]\.x is a bytes, not a JSON value"),
+        ({"big": 10 ** 5000}, ValueError, r"params\.arguments\.big is an integer too long"),
+    ],
+)
+def test_operation_refuses_params_that_are_not_json_naming_where(
+    arguments: dict[Any, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Operation(op="op-1", method="tools/call",
+                  params={"name": "deploy", "arguments": arguments})
+
+
+def test_operation_refuses_params_that_hold_themselves() -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"params\.arguments\.loop(\[0\])+ is nested deeper"):
+        Operation(op="op-1", method="tools/call",
+                  params={"name": "deploy", "arguments": {"loop": loop}})
+
+
+def test_operation_keeps_params_that_are_json() -> None:
+    arguments = {"s": "é\u2028", "n": [1, -0.0, 2 ** 70, True, None], "t": ("a", 1),
+                 "o": {"": {"deep": [[{}]]}}}
+    operation = Operation(op="op-1", method="tools/call",
+                          params={"name": "deploy", "arguments": arguments})
+    assert operation.params["arguments"] is arguments
