@@ -19,7 +19,7 @@ from mrtr_core.sim.hostile import HOSTILE_SERVER_ERRORS, HOSTILE_SERVERS, PROBES
 from mrtr_core.sim.invariants import INVARIANTS
 from mrtr_core.sim.mutations import MUTATION_NAMES, Mutations
 from mrtr_core.sim.prng import Prng
-from mrtr_core.sim.report import Counters, Report, Violation
+from mrtr_core.sim.report import Counters, Report, SimulationError, Violation
 from mrtr_core.sim.simulation import Simulation, Timing
 from mrtr_core.sim.sweep import SweepReport
 from mrtr_core.sim.transcript import Transcript
@@ -59,6 +59,7 @@ __all__ = [
     "RoundRobin",
     "Scheduler",
     "Simulation",
+    "SimulationError",
     "SweepReport",
     "Timing",
     "Transcript",

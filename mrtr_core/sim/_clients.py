@@ -64,7 +64,7 @@ class ClientSide(RunState):
 
     def _start(self, index: int) -> None:
         prng = self.root.fork(f"flow-{index}")
-        operation = self.workload.operation(index, prng)
+        operation = self._operation(index, prng)
         running = self.live_ops.setdefault(operation.op, index)
         if running != index:
             # Side effects, answer marks and transcript lines are told apart by id: two

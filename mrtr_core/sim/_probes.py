@@ -49,7 +49,7 @@ class ProbeSide(RunState):
             index = prng.below(max(flows - 1, 1))
             if flows > 1 and index >= flow.index:
                 index += 1
-            other = self.workload.operation(index, prng.fork("swap"))
+            other = self._operation(index, prng.fork("swap"), flow.op)
             params = {k: v for k, v in other.params.items()}
             params["_meta"] = (base.get("params") or {}).get("_meta")
             params["requestState"] = state

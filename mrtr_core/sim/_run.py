@@ -65,7 +65,7 @@ class Run(ClientSide, ServerSide, ProbeSide):
                 skew = skew_prng.uniform(-0.45, 0.45) * self.timing.state_skew
             codec = self._codec(ring)
             self.instances.append(
-                Instance(index, skew, ring, codec, self._build_app(codec))
+                Instance(index, skew, ring, codec, self._build_app(codec, f"server-{index}"))
             )
         self.up = [i.index for i in self.instances]
         self.balancer: Balancer = make_balancer(sim.balancer, sim.instances,

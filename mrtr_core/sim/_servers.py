@@ -192,7 +192,8 @@ class ServerSide(RunState):
         self.sched.after(downtime, self._restart, instance)
 
     def _restart(self, instance: Instance) -> None:
-        instance.app = self._build_app(instance.codec)  # a fresh process: no memory
+        instance.app = self._build_app(  # a fresh process: no memory
+            instance.codec, f"{instance.name} (restart)")
         instance.up = True
         self.up = [i.index for i in self.instances if i.up]
         self._note("-", instance.name, "restarts")
@@ -227,7 +228,7 @@ class ServerSide(RunState):
             ring = instance.ring.without(kid)
         instance.use_ring(ring)
         instance.codec = self._codec(ring)
-        instance.app = self._build_app(instance.codec)
+        instance.app = self._build_app(instance.codec, f"{instance.name} (key ring {action})")
         self._note("-", instance.name, f"key ring: {action} {kid} -> {sorted(ring.ids)}")
 
     def _rotated(self, kid: str) -> None:

@@ -20,7 +20,7 @@ from mrtr_core.sim.clock import Scheduler
 from mrtr_core.sim.faults import Faults
 from mrtr_core.sim.mutations import Mutations
 from mrtr_core.sim.prng import Prng
-from mrtr_core.sim.report import Counters, Violation
+from mrtr_core.sim.report import Counters, SimulationError, Violation
 from mrtr_core.sim.timing import Timing
 from mrtr_core.sim.transcript import Transcript
 from mrtr_core.sim.workload import Effects, Operation, Workload
@@ -304,8 +304,30 @@ class RunState:
         return self.codec_cls(ring, audience="mrtr-sim", nonce=self.nonce,
                               ttl=self.timing.state_ttl, skew=self.timing.state_skew)
 
-    def _build_app(self, codec: StateCodec) -> App:
-        return self.workload.build_app(codec, self.effects)
+    def _build_app(self, codec: StateCodec, where: str) -> App:
+        """A fresh app for the instance ``where`` names (``server-1 (restart)``).
+
+        Raises:
+            SimulationError: The workload's app factory raised (chained).
+        """
+        try:
+            return self.workload.build_app(codec, self.effects)
+        except Exception as exc:
+            raise SimulationError(self.sim.seed, "app_factory", exc, where=where) from exc
+
+    def _operation(self, index: int, prng: Prng, probe_of: str | None = None) -> Operation:
+        """The workload's ``index``-th operation (for the swap probe of ``probe_of``).
+
+        Raises:
+            SimulationError: The workload's ``operations`` raised (chained).
+        """
+        try:
+            return self.workload.operation(index, prng)
+        except Exception as exc:
+            where = f"flow {index}" + ("" if probe_of is None
+                                       else f", asked by a swap probe of {probe_of}")
+            raise SimulationError(self.sim.seed, "operations", exc, where=where, flow=index,
+                                  op=probe_of) from exc
 
     def _note(self, op: str, actor: str, text: str) -> None:
         if self.transcript is not None:

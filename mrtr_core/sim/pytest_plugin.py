@@ -143,6 +143,8 @@ class SimRunner:
             ValueError: ``flows`` is below one.
             TypeError: Neither a workload nor ``app_factory`` and ``operations``, or a
                 workload together with any of its parts.
+            SimulationError: ``operations`` or ``app_factory`` raised under a seed (named
+                in it: re-run the test with ``--mrtr-sim-seed`` set to it).
         """
         parts = (app_factory, operations, answer, check)
         if workload is not None and (pass_effects or any(p is not None for p in parts)):

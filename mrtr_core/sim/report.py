@@ -8,7 +8,32 @@ import attrs
 
 from mrtr_core.sim.faults import Faults
 
-__all__ = ["Counters", "Report", "Violation"]
+__all__ = ["Counters", "Report", "SimulationError", "Violation"]
+
+
+class SimulationError(RuntimeError):
+    """The workload's own code raised during a run, where no flow can fail for it: its
+    ``operations`` (for a flow, or for a hostile client's swap probe) or its app factory
+    (for an instance's start, restart or key ring change). The original exception is
+    chained as ``__cause__``; the same seed and arguments raise it again.
+
+    (An answer function that raises fails its flow instead, as a client's input handler
+    that raises does, and a check that raises is an invariant violation: both end up in
+    the :class:`Report`.)
+
+    Attributes:
+        seed: The run's seed.
+        flow: The index of the flow whose operation was asked for, or ``None``.
+        op: The operation whose probe asked for it, or ``None``.
+    """
+
+    def __init__(self, seed: int, what: str, error: BaseException, *,
+                 where: str, flow: int | None = None, op: str | None = None) -> None:
+        super().__init__(f"the run with seed {seed} stopped: the workload's {what} raised "
+                         f"{error!r} for {where} (the same seed replays it)")
+        self.seed = seed
+        self.flow = flow
+        self.op = op
 
 
 @attrs.frozen(kw_only=True)

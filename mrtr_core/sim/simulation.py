@@ -148,7 +148,18 @@ class Simulation:
         return Simulation(self.seed, **args)
 
     def run(self) -> Report:
-        """Run it; on a violation (and ``shrink``), attach the shortest reproducing run."""
+        """Run it; on a violation (and ``shrink``), attach the shortest reproducing run.
+
+        What goes wrong in a flow is reported: an answer function that raises fails its
+        flow (as a client's input handler that raises does), a check that raises is a
+        violation, and either comes with the seed and the transcript.
+
+        Raises:
+            SimulationError: The workload's ``operations`` or app factory raised (or
+                returned something else than an ``Operation`` or an ``App``): no flow can
+                fail for it, so the run stops, naming its seed, the flow or instance
+                concerned, and chaining the original exception.
+        """
         report = Run(self).execute()
         if report.violations and self.shrink:
             return shrink(self, report)

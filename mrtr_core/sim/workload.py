@@ -470,7 +470,8 @@ class AppWorkload:
         app_factory: ``codec -> App`` (called for every instance, restart and rotation);
             ``(codec, effects) -> App`` with ``pass_effects``.
         operations: ``(index, prng) -> Operation``: what the ``index``-th client asks
-            (``index`` in ``[0, flows)``).
+            (``index`` in ``[0, flows)``). One that raises (as an ``app_factory`` that
+            raises) stops the run with a ``SimulationError`` naming its seed.
         answer_fn: ``(operation, key, request) -> InputResponse``; defaults to
             :func:`honest_answer`. One that raises fails its flow as a client's input
             handler that raises does (``HandlerFailedError``).

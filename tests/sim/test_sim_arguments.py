@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mrtr_core.app import App
-from mrtr_core.sim import AppWorkload, Faults, Operation, Simulation, Timing
+from mrtr_core.sim import AppWorkload, Faults, Operation, Simulation, SimulationError, Timing
 from mrtr_core.sim.workload import ReferenceWorkload
 
 NAN = float("nan")
@@ -124,8 +124,10 @@ def test_operation_refuses_what_no_flow_can_run(
 def test_operations_that_return_no_operation_are_refused_by_name() -> None:
     workload = AppWorkload(app_factory=lambda codec: App("x", "1.0", codec=codec),
                            operations=lambda index, prng: {"op": f"op-{index}"})
-    with pytest.raises(TypeError, match="operations returned dict, not an Operation"):
+    with pytest.raises(SimulationError, match="operations returned dict, not an Operation"
+                       ) as caught:
         Simulation(1, flows=1, workload=workload).run()
+    assert isinstance(caught.value.__cause__, TypeError)
 
 
 class _Opaque:

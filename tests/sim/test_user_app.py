@@ -13,7 +13,16 @@ import pytest
 
 from mrtr_core.app import App
 from mrtr_core.server import Context, accepted, content, form, sample
-from mrtr_core.sim import AppWorkload, Effects, Faults, Operation, Prng, Simulation, campaign
+from mrtr_core.sim import (
+    AppWorkload,
+    Effects,
+    Faults,
+    Operation,
+    Prng,
+    Simulation,
+    SimulationError,
+    campaign,
+)
 from mrtr_core.sim import invariants as inv
 from mrtr_core.state import StateCodec
 from mrtr_core.wire.models import JsonObject
@@ -198,8 +207,76 @@ def test_a_factory_that_returns_no_app_is_refused_by_name() -> None:
         return None
 
     workload = AppWorkload(app_factory=no_app, operations=_operations)
-    with pytest.raises(TypeError, match="app_factory returned NoneType, not an App"):
+    with pytest.raises(SimulationError, match="app_factory returned NoneType, not an App"
+                       ) as caught:
         Simulation(1, flows=1, workload=workload).run()
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_operations_that_raise_stop_the_run_with_its_seed_and_flow() -> None:
+    def operations(index: int, prng: Prng) -> Operation:
+        if index == 7:
+            raise KeyError("no seventh trip")
+        return _operations(index, prng)
+
+    workload = AppWorkload(app_factory=_trips(), operations=operations, pass_effects=True)
+    with pytest.raises(SimulationError) as caught:
+        Simulation(21, flows=10, workload=workload).run()
+    error = caught.value
+    assert (error.seed, error.flow, error.op) == (21, 7, None)
+    assert str(error) == (
+        "the run with seed 21 stopped: the workload's operations raised "
+        "KeyError('no seventh trip') for flow 7 (the same seed replays it)"
+    )
+    assert isinstance(error.__cause__, KeyError)
+
+
+def test_operations_that_raise_for_a_swap_probe_name_the_probing_flow() -> None:
+    # A hostile client's swap probe asks the workload again for another flow's operation:
+    # under this seed, op-3's probe is the first to ask for one twice (flow 1's).
+    asked: set[int] = set()
+
+    def operations(index: int, prng: Prng) -> Operation:
+        if index in asked:
+            raise RuntimeError(f"flow {index} asked twice")
+        asked.add(index)
+        return _operations(index, prng)
+
+    workload = AppWorkload(app_factory=_trips(), operations=operations, pass_effects=True)
+    with pytest.raises(SimulationError) as caught:
+        Simulation(28, flows=30, faults=Faults(hostile_client=1.0), workload=workload).run()
+    error = caught.value
+    assert (error.seed, error.flow, error.op) == (28, 1, "op-3")
+    assert "RuntimeError('flow 1 asked twice') for flow 1, asked by a swap probe of op-3" in (
+        str(error))
+    assert isinstance(error.__cause__, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("faults", "where"),
+    [(Faults(crash=0.2), "server-0 (restart)"), (Faults(rotate=0.05), "server-0 (key ring add)")],
+)
+def test_an_app_factory_that_raises_names_the_instance_and_the_seed(
+    faults: Faults, where: str
+) -> None:
+    built: list[int] = []
+    trips = _trips()
+
+    def factory(codec: StateCodec, effects: Effects) -> App:
+        built.append(1)
+        if len(built) > 3:  # the three instances start; a later build fails
+            raise OSError("out of memory")
+        return trips(codec, effects)
+
+    workload = AppWorkload(app_factory=factory, operations=_operations, pass_effects=True)
+    with pytest.raises(SimulationError) as caught:
+        Simulation(23, flows=200, faults=faults, workload=workload).run()
+    assert str(caught.value) == (
+        "the run with seed 23 stopped: the workload's app_factory raised "
+        f"OSError('out of memory') for {where} (the same seed replays it)"
+    )
+    assert caught.value.flow is None and caught.value.op is None
+    assert isinstance(caught.value.__cause__, OSError)
 
 
 def test_effects_ran_outside_a_handler_is_refused() -> None:
