@@ -13,6 +13,11 @@ import attrs
 
 __all__ = [
     "MAX_SECONDS",
+    "MAX_SIM_CLIENTS",
+    "MAX_SIM_FLOWS",
+    "MAX_SIM_INSTANCES",
+    "MAX_SIM_JOBS",
+    "MAX_SIM_SEEDS",
     "client_options",
     "finite_seconds",
     "flag",
@@ -29,10 +34,14 @@ __all__ = [
 ]
 
 
-def positive_int(name: str, value: Any) -> None:
-    """Refuse ``value`` unless it is an integer of at least 1 (a ``bool`` is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+def positive_int(name: str, value: Any, most: int | None = None) -> None:
+    """Refuse ``value`` unless it is an integer of at least 1 (a ``bool`` is not one), and
+    of at most ``most`` when given."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (
+        most is not None and value > most
+    ):
+        bound = ">= 1" if most is None else f"from 1 to {most}"
+        raise ValueError(f"{name} must be an integer {bound}, got {value!r}")
 
 
 def positive_seconds(name: str, value: Any) -> None:
@@ -53,6 +62,21 @@ def non_negative_seconds(name: str, value: Any) -> None:
 MAX_SECONDS: Final = 1e9
 """About 31 years: the longest time limit (a wait, a state's lifetime) taken anywhere. A
 blocking wait much longer (about 9.2e9 s on Linux) does not fit the system's time type."""
+
+
+# The simulator's counts, shared by its API, its pytest plugin and ``mrtr sim`` (here, so
+# that the command line reads them without importing the simulator). A mistyped count
+# would build instances or clients until memory runs out, or run for days.
+MAX_SIM_FLOWS: Final = 10_000_000
+"""The most flows one simulated run takes (hours, not days: a sweep runs more seeds)."""
+MAX_SIM_INSTANCES: Final = 1000
+"""The most server instances one simulated run builds (each holds an app of its own)."""
+MAX_SIM_CLIENTS: Final = 100_000
+"""The most client connections one simulated run keeps."""
+MAX_SIM_SEEDS: Final = 100_000
+"""The most seeds one sweep of simulated campaigns runs (its reports are all kept)."""
+MAX_SIM_JOBS: Final = 1024
+"""The most worker processes one sweep of simulated campaigns starts."""
 
 
 def is_time_limit(value: Any) -> bool:

@@ -18,12 +18,30 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
 
+from mrtr_core._checks import MAX_SIM_FLOWS, MAX_SIM_INSTANCES, MAX_SIM_JOBS, MAX_SIM_SEEDS
+
 __all__ = ["add_parser"]
+
+
+def _count(most: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer from 1 to ``most`` (a mistyped count would build a
+    billion instances or run for days)."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= most:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer from 1 to {most}")
+        return value
+
+    return count
 
 
 def add_parser(sub: Any) -> None:
@@ -31,18 +49,21 @@ def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "sim", help="run a deterministic simulator campaign (virtual time, seeded faults)")
     p.add_argument("--seed", type=int, default=1, help="the campaign's seed (default 1)")
-    p.add_argument("--flows", type=int, default=200, help="MRTR flows to run (default 200)")
+    p.add_argument("--flows", type=_count(MAX_SIM_FLOWS), default=200, metavar="N",
+                   help=f"MRTR flows to run, 1 to {MAX_SIM_FLOWS} (default 200)")
     p.add_argument("--faults", default=None,
                    help="none | all | drawn:SEED | name=rate,... (e.g. loss=0.01,crash=0.02); "
                         "default: every fault on, each at a rate drawn from the seed")
-    p.add_argument("--instances", type=int, default=3, help="server instances (default 3)")
+    p.add_argument("--instances", type=_count(MAX_SIM_INSTANCES), default=3, metavar="N",
+                   help=f"server instances, 1 to {MAX_SIM_INSTANCES} (default 3)")
     p.add_argument("--balancer", choices=("round_robin", "random", "never_same"), default=None,
                    help="how rounds are spread (default: drawn from the seed)")
-    p.add_argument("--seeds", type=int, default=1,
-                   help="run this many campaigns, seeds --seed, --seed + 1, ... (default 1)")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes for --seeds (default: one per CPU this process "
-                        "may use)")
+    p.add_argument("--seeds", type=_count(MAX_SIM_SEEDS), default=1, metavar="K",
+                   help=f"run this many campaigns, seeds --seed, --seed + 1, ..., 1 to "
+                        f"{MAX_SIM_SEEDS} (default 1)")
+    p.add_argument("--jobs", type=_count(MAX_SIM_JOBS), default=None, metavar="N",
+                   help=f"worker processes for --seeds, 1 to {MAX_SIM_JOBS} (default: one per "
+                        f"CPU this process may use, at most {MAX_SIM_JOBS})")
     p.set_defaults(func=cmd_sim)
 
 
@@ -75,18 +96,6 @@ def cmd_sim(args: argparse.Namespace, out: Console, ui: Console) -> int:
     """Run the campaign; exit 1 when an invariant was violated."""
     from mrtr_core.sim import Faults, campaign
 
-    if args.flows < 1:
-        ui.print("--flows must be at least 1")
-        return 2
-    if args.instances < 1:
-        ui.print("--instances must be at least 1")
-        return 2
-    if args.seeds < 1:
-        ui.print("--seeds must be at least 1")
-        return 2
-    if args.jobs is not None and args.jobs < 1:
-        ui.print("--jobs must be at least 1")
-        return 2
     faults = None
     if args.faults is not None:
         try:
@@ -107,7 +116,7 @@ def _sweep(args: argparse.Namespace, faults: Any, out: Console, ui: Console) -> 
     from mrtr_cli.simsweep import run_sweep
 
     seeds = range(args.seed, args.seed + args.seeds)
-    jobs = min(args.jobs or _cpus(), args.seeds)
+    jobs = min(args.jobs or min(_cpus(), MAX_SIM_JOBS), args.seeds)
     done = 0
     with ui.status(f"simulating {args.seeds} seeds x {args.flows} flows on {jobs} "
                    f"processes") as status:

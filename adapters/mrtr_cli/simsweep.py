@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from mrtr_core._checks import MAX_SIM_FLOWS, MAX_SIM_INSTANCES, MAX_SIM_JOBS, MAX_SIM_SEEDS
 from mrtr_core.sim import Faults, Mutations, Report, Workload, campaign
 from mrtr_core.sim.sweep import SweepReport
 
@@ -75,14 +76,17 @@ def _worker_init() -> None:
 def _check(seeds: Sequence[int], flows: int, instances: int, jobs: int) -> None:
     if not seeds:
         raise ValueError("a sweep needs at least one seed")
+    if len(seeds) > MAX_SIM_SEEDS:
+        raise ValueError(f"a sweep runs at most {MAX_SIM_SEEDS} seeds, got {len(seeds)}")
     if len(set(seeds)) != len(seeds):
         raise ValueError("a sweep runs each seed once")
-    if flows < 1:
-        raise ValueError(f"flows must be at least 1, got {flows}")
-    if instances < 1:
-        raise ValueError(f"instances must be at least 1, got {instances}")
-    if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    counts = (("flows", flows, MAX_SIM_FLOWS), ("instances", instances, MAX_SIM_INSTANCES),
+              ("jobs", jobs, MAX_SIM_JOBS))
+    for name, count, most in counts:
+        if count < 1:
+            raise ValueError(f"{name} must be at least 1, got {count}")
+        if count > most:
+            raise ValueError(f"{name} must be at most {most}, got {count}")
 
 
 def run_sweep(
@@ -118,8 +122,9 @@ def run_sweep(
     ``if __name__ == "__main__":``, as with any ``multiprocessing`` pool.
 
     Raises:
-        ValueError: No seed, a seed twice, a count below 1, or (with more than one job) a
-            workload or mutations that cannot be sent to a worker.
+        ValueError: No seed, a seed twice, more than 100,000 seeds, a count below 1, more
+            than 10,000,000 flows, 1,000 instances or 1,024 jobs, or (with more than one
+            job) a workload or mutations that cannot be sent to a worker.
         SweepError: A campaign raised; the others are stopped.
     """
     _check(seeds, flows, instances, jobs)

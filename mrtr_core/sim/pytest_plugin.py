@@ -32,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from mrtr_core._checks import MAX_SIM_FLOWS, MAX_SIM_SEEDS
 from mrtr_core.app import App
 from mrtr_core.sim.faults import Faults
 from mrtr_core.sim.prng import Prng, stream_key
@@ -65,14 +66,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Refuse a seed count or flow count below one, and faults that do not parse, before any
+    """Refuse a seed count or flow count below one (or above 100,000 seeds or 10,000,000
+    flows), and faults that do not parse, before any
     test runs (zero flows would pass every simulation without simulating anything)."""
     seeds = config.getoption("mrtr_sim_seeds", default=1)
     if seeds < 1:
         raise pytest.UsageError(f"--mrtr-sim-seeds must be at least 1, got {seeds}")
+    if seeds > MAX_SIM_SEEDS:
+        raise pytest.UsageError(f"--mrtr-sim-seeds must be at most {MAX_SIM_SEEDS}, got {seeds}")
     flows = config.getoption("mrtr_sim_flows", default=None)
     if flows is not None and flows < 1:
         raise pytest.UsageError(f"--mrtr-sim-flows must be at least 1, got {flows}")
+    if flows is not None and flows > MAX_SIM_FLOWS:
+        raise pytest.UsageError(f"--mrtr-sim-flows must be at most {MAX_SIM_FLOWS}, got {flows}")
     faults = config.getoption("mrtr_sim_faults", default=None)
     if faults is not None:
         try:

@@ -24,7 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mrtr_core._checks import instance_of, positive_int
+from mrtr_core._checks import (
+    MAX_SIM_CLIENTS,
+    MAX_SIM_FLOWS,
+    MAX_SIM_INSTANCES,
+    instance_of,
+    positive_int,
+)
 from mrtr_core.app import App
 from mrtr_core.sim._run import Run
 from mrtr_core.sim.balancer import make_balancer
@@ -53,10 +59,11 @@ def _check_arguments(
     run a flow the full run never has, ``max_events=0`` would report every run unsettled)."""
     if not _integer(seed):
         raise TypeError(f"seed must be an integer, not {type(seed).__name__}")
-    if not _integer(flows) or flows < 0:
-        raise ValueError(f"flows must be an integer >= 0, got {flows!r}")
-    positive_int("instances", instances)
-    positive_int("clients", clients)
+    if not _integer(flows) or not 0 <= flows <= MAX_SIM_FLOWS:
+        raise ValueError(f"flows must be an integer from 0 to {MAX_SIM_FLOWS}, got {flows!r}")
+    # A mistyped count would build its instances or clients until memory runs out.
+    positive_int("instances", instances, MAX_SIM_INSTANCES)
+    positive_int("clients", clients, MAX_SIM_CLIENTS)
     instance_of("faults", faults, (Faults, type(None)), "Faults or None")
     instance_of("timing", timing, (Timing, type(None)), "a Timing or None")
     if max_events is not None:
@@ -79,11 +86,11 @@ class Simulation:
     Args:
         seed: Every random choice derives from it; the same seed gives the same run and the
             same transcript, byte for byte.
-        flows: How many operations to run.
+        flows: How many operations to run, at most 10,000,000.
         faults: Fault rates (default: none).
-        instances: Server instances behind the balancer.
+        instances: Server instances behind the balancer, at most 1,000.
         balancer: ``"round_robin"``, ``"random"`` or ``"never_same"``.
-        clients: Client connections the flows are spread over.
+        clients: Client connections the flows are spread over, at most 100,000.
         workload: The app and operations under test (default: :class:`ReferenceWorkload`).
         app_factory: ``codec -> App``: another implementation of the reference workload's
             tools (``deploy``, ``review``, ``report``), run under the reference operations,

@@ -72,6 +72,10 @@ def test_a_campaign_that_raises_names_its_seed(jobs: int) -> None:
         ([1], 0, 3, 1, "flows must be at least 1"),
         ([1], 10, 0, 1, "instances must be at least 1"),
         ([1], 10, 3, 0, "jobs must be at least 1"),
+        (list(range(100_001)), 10, 3, 1, "at most 100000 seeds, got 100001"),
+        ([1], 10_000_001, 3, 1, "flows must be at most 10000000, got 10000001"),
+        ([1], 10, 1001, 1, "instances must be at most 1000, got 1001"),
+        ([1], 10, 3, 1025, "jobs must be at most 1024, got 1025"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(
@@ -95,12 +99,28 @@ def test_the_command_prints_the_same_text_for_any_number_of_workers(
     assert "180 flows in " in two.err and "on 2 processes" in two.err
 
 
-@pytest.mark.parametrize(("option", "value"), [("--seeds", "0"), ("--jobs", "0")])
-def test_the_command_refuses_counts_below_one(
-    option: str, value: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("option", "value", "bound"), [
+    ("--seeds", "0", "1 to 100000"),
+    ("--seeds", "100001", "1 to 100000"),
+    ("--jobs", "0", "1 to 1024"),
+    ("--jobs", "100000", "1 to 1024"),
+    ("--flows", "0", "1 to 10000000"),
+    ("--flows", "10000001", "1 to 10000000"),
+    ("--instances", "0", "1 to 1000"),
+    ("--instances", "1000000000", "1 to 1000"),
+    ("--instances", "many", "1 to 1000"),
+])
+def test_the_command_refuses_counts_out_of_bounds(
+    option: str, value: str, bound: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["sim", "--seeds", "2", "--flows", "5", option, value]) == 2
-    assert f"{option} must be at least 1" in capsys.readouterr().err
+    # --instances 1000000000 built a billion apps before the first event.
+    with pytest.raises(SystemExit) as exited:
+        main(["sim", "--seeds", "2", "--flows", "5", option, value])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: mrtr sim "), err
+    assert f"mrtr sim: error: argument {option}: {value!r} is not an integer from {bound}" in (
+        err)
 
 
 def test_an_interrupt_stops_the_workers_with_the_sweep() -> None:

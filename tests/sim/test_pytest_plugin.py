@@ -169,6 +169,8 @@ def test_plugin_refuses_a_seed_count_below_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("option", "said"), [
     ("--mrtr-sim-flows=0", "--mrtr-sim-flows must be at least 1, got 0"),
     ("--mrtr-sim-flows=-5", "--mrtr-sim-flows must be at least 1, got -5"),
+    ("--mrtr-sim-flows=10000001", "--mrtr-sim-flows must be at most 10000000, got 10000001"),
+    ("--mrtr-sim-seeds=100001", "--mrtr-sim-seeds must be at most 100000, got 100001"),
     ("--mrtr-sim-faults=lose=0.1", "--mrtr-sim-faults: unknown fault 'lose'"),
     ("--mrtr-sim-faults=loss=lots", "--mrtr-sim-faults: loss needs a rate in [0, 1], got 'lots'"),
 ])

@@ -58,10 +58,18 @@ def test_faults_refuse_what_is_not_a_rate(rate: Any) -> None:
     [
         ({"seed": "7"}, TypeError, "seed must be an integer, not str"),
         ({"seed": 7.0}, TypeError, "seed must be an integer, not float"),
-        ({"flows": -1}, ValueError, "flows must be an integer >= 0, got -1"),
-        ({"flows": 2.5}, ValueError, "flows must be an integer >= 0"),
-        ({"instances": 0}, ValueError, "instances must be an integer >= 1, got 0"),
-        ({"clients": "2"}, ValueError, "clients must be an integer >= 1"),
+        ({"flows": -1}, ValueError, "flows must be an integer from 0 to 10000000, got -1"),
+        ({"flows": 2.5}, ValueError, "flows must be an integer from 0 to 10000000"),
+        ({"instances": 0}, ValueError, "instances must be an integer from 1 to 1000, got 0"),
+        ({"clients": "2"}, ValueError, "clients must be an integer from 1 to 100000"),
+        # Each instance builds an app and each client keeps its ids: a mistyped count would
+        # exhaust memory before the first event; a flow count runs for days.
+        ({"flows": 10_000_001}, ValueError,
+         "flows must be an integer from 0 to 10000000, got 10000001"),
+        ({"instances": 10 ** 9}, ValueError,
+         "instances must be an integer from 1 to 1000, got 1000000000"),
+        ({"clients": 100_001}, ValueError,
+         "clients must be an integer from 1 to 100000, got 100001"),
         ({"max_events": 0}, ValueError, "max_events must be an integer >= 1, got 0"),
         ({"select": [3, 10]}, ValueError, "select holds 10, not a flow index in \\[0, 10\\)"),
         ({"select": [-1]}, ValueError, "select holds -1"),
