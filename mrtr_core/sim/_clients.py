@@ -245,6 +245,7 @@ class ClientSide(RunState):
         client.pending[request_id] = flow
         flow.ids.append(request_id)
         leg = Leg(flow, message, client.principal, None, self.sched.now, flow.net)
+        leg.round = flow.rounds  # RoundStarted came just before this SendRequest
         flow.last_leg = leg
         if self.transcript is not None:
             self._note(flow.op, client.principal, f"send {describe_message(message)}")

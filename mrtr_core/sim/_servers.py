@@ -125,6 +125,12 @@ class ServerSide(RunState):
                 self.single_use_targets):
             self._violate(inv.SINGLE_USE, flow.op,
                           f"{instance.name} ran single-use {step.target} without a replay claim")
+        said = step.run.context.round
+        if leg.probe is None and said != leg.round:
+            # Counted apart from the client: the sealed state's count, as this server read it.
+            self._violate(inv.ROUND_NUMBER, flow.op,
+                          f"{instance.name} ran {step.target} with ctx.round {said} in round "
+                          f"{leg.round}")
         effects_before = len(self.effects.counts)
         self.effects.serving = flow.op
         try:

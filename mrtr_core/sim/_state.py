@@ -181,7 +181,7 @@ class Leg:
     """
 
     __slots__ = ("_binding", "expect", "flow", "message", "net", "principal", "probe",
-                 "refused", "request_id", "sent_at")
+                 "refused", "request_id", "round", "sent_at")
 
     def __init__(self, flow: Flow, message: JsonObject, principal: str, probe: str | None,
                  sent_at: float, net: Prng) -> None:
@@ -193,6 +193,9 @@ class Leg:
         self.sent_at = sent_at
         self.net = net
         self.refused = False  # a probe: some answer to it refused it
+        # An honest leg: the client's round it carries (set as it is sent); 0 for a probe,
+        # which may carry a state of any round.
+        self.round = 0
         # A stale_answer probe: the answers a complete result must echo (None once judged).
         self.expect: dict[str, Any] | None = None
         self._binding: str | None = None

@@ -19,6 +19,7 @@ __all__ = [
     "PEER_CONTRACT",
     "PROBE_REFUSED",
     "ROUND_LIMIT",
+    "ROUND_NUMBER",
     "SINGLE_USE",
     "STATE_ECHO",
     "STATE_VALID",
@@ -37,6 +38,10 @@ server app never raise out of their entry points."""
 ROUND_LIMIT: Final = "round limit"
 """A flow sends at most ``max_rounds`` requests, and the round limit stops it only after
 exactly ``max_rounds`` rounds (digest §2.6)."""
+
+ROUND_NUMBER: Final = "round number"
+"""A handler's ``ctx.round`` is the round the client is in: 1 for an operation's first
+request, one more for each round after it, the same when a round's request is sent again."""
 
 TIME_LIMIT: Final = "time limit"
 """A flow ends within ``flow_timeout`` of its start; a leg timeout fires exactly
@@ -80,7 +85,7 @@ PEER_CONTRACT: Final = "hostile server stopped"
 timeout when the network lost something first), never completes."""
 
 INVARIANTS: Final = (
-    ENDS, TYPED_OUTCOME, ROUND_LIMIT, TIME_LIMIT, PACING, STATE_ECHO, FRESH_IDS, STATE_VALID,
-    SINGLE_USE, ISOLATION, LIVENESS, PROBE_REFUSED, PEER_CONTRACT,
+    ENDS, TYPED_OUTCOME, ROUND_LIMIT, ROUND_NUMBER, TIME_LIMIT, PACING, STATE_ECHO,
+    FRESH_IDS, STATE_VALID, SINGLE_USE, ISOLATION, LIVENESS, PROBE_REFUSED, PEER_CONTRACT,
 )
 """Every invariant, in the order the summary lists them."""

@@ -16,7 +16,14 @@ import attrs
 from mrtr_core.client.commands import RequestId
 from mrtr_core.state import Binding, OpenedState, ReplayGuard, StateCodec, StateRejectedError
 
-__all__ = ["MUTATION_NAMES", "AcceptAllGuard", "LenientExpiryCodec", "Mutations", "StaleIds"]
+__all__ = [
+    "MUTATION_NAMES",
+    "AcceptAllGuard",
+    "LenientExpiryCodec",
+    "MiscountingCodec",
+    "Mutations",
+    "StaleIds",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -29,11 +36,15 @@ class Mutations:
         reuse_request_id: A client's third and later legs reuse the id of the flow's first
             leg (the retry does not get a fresh id; breaks C4 for the connection).
         ignore_expiry: The state codec opens tokens that expired (breaks S11b).
+        miscount_rounds: The state codec opens a token as sealed one round later than it
+            was, so a handler's ``ctx.round`` runs one ahead of the client's round from the
+            second round on (the rounds still work: only the number is wrong).
     """
 
     accept_replayed: bool = False
     reuse_request_id: bool = False
     ignore_expiry: bool = False
+    miscount_rounds: bool = False
 
     def active(self) -> tuple[str, ...]:
         """Names of the planted bugs."""
@@ -72,6 +83,22 @@ class LenientExpiryCodec(StateCodec):
             return super().open(token, binding, now - self.ttl - self.skew)
 
 
+class MiscountingCodec(StateCodec):
+    """A state codec that opens every token with its round count one higher."""
+
+    def open(self, token: object, binding: Binding, now: float) -> OpenedState:
+        """Open ``token`` and add one to the rounds it carries (the planted bug)."""
+        opened = super().open(token, binding, now)
+        payload = dict(opened.payload)
+        if isinstance(payload.get("n"), int):  # the engine's round count (server.carried)
+            payload["n"] += 1
+        return attrs.evolve(opened, payload=payload)
+
+
+class _LenientMiscountingCodec(MiscountingCodec, LenientExpiryCodec):
+    """Both planted codec bugs at once."""
+
+
 class StaleIds:
     """An id source for one flow that hands its third and later legs the first leg's id."""
 
@@ -92,6 +119,8 @@ class StaleIds:
 
 def codec_class(mutations: Mutations) -> type[StateCodec]:
     """The codec class instances use under ``mutations``."""
+    if mutations.miscount_rounds:
+        return _LenientMiscountingCodec if mutations.ignore_expiry else MiscountingCodec
     return LenientExpiryCodec if mutations.ignore_expiry else StateCodec
 
 

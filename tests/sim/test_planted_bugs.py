@@ -30,6 +30,7 @@ PLANTED = [
     ("accept_replayed", Faults(duplicate=0.2), inv.SINGLE_USE, "request duplicated"),
     ("reuse_request_id", Faults.none(), inv.FRESH_IDS, "was used before"),
     ("ignore_expiry", Faults(expire=0.2), inv.STATE_VALID, "accepted expired state"),
+    ("miscount_rounds", Faults.none(), inv.ROUND_NUMBER, "with ctx.round 3 in round 2"),
 ]
 
 
@@ -72,7 +73,8 @@ def test_the_shrunk_transcript_is_the_same_byte_for_byte_on_every_run() -> None:
     assert run() == run()
 
 
-@pytest.mark.parametrize("bug", ["accept_replayed", "reuse_request_id", "ignore_expiry"])
+@pytest.mark.parametrize("bug", ["accept_replayed", "reuse_request_id", "ignore_expiry",
+                                 "miscount_rounds"])
 def test_campaign_with_every_fault_on_catches_the_planted_bug(bug: str) -> None:
     report = campaign(33, flows=1500, mutations=Mutations(**{bug: True}))
     assert not report.ok, report.summary()
