@@ -25,6 +25,7 @@ __all__ = [
     "RemoteProtocolError",
     "RoundLimitError",
     "StateSizeLimitError",
+    "StructuredContentError",
     "TransportClosedError",
     "TransportError",
     "UnsupportedInputError",
@@ -94,6 +95,26 @@ class CodecError(RemoteProtocolError):
     def __init__(self, message: str, *, path: str = "", result: Any = None) -> None:
         super().__init__(f"{path}: {message}" if path else message, result=result)
         self.path = path
+
+
+class StructuredContentError(RemoteProtocolError):
+    """A complete ``tools/call`` result that is not an error carries no ``structuredContent``,
+    or one the tool's ``outputSchema`` (as listed by ``tools/list``) does not accept.
+
+    Clients SHOULD validate structured results against the output schema (server/tools.mdx
+    § Output Schema); the server MUST conform to it.
+
+    Attributes:
+        tool: The tool's name.
+        problem: What is wrong: no ``structuredContent``, or the first violation and its path.
+        last_result: The result as received (also ``result``).
+    """
+
+    def __init__(self, tool: str, problem: str, *, result: Any = None) -> None:
+        super().__init__(f"tool {tool!r}: {problem}", result=result)
+        self.tool = tool
+        self.problem = problem
+        self.last_result = result
 
 
 class JsonRpcError(MrtrError):

@@ -100,6 +100,7 @@ class Client(ClientBase[Handler]):
         clock: Clock | None = None,
         max_workers: int | None = None,
         protocol_version: str = PROTOCOL_VERSION,
+        validate_output: bool = True,
     ) -> None:
         client_options(transport, ("request", "close"), random)
         if max_workers is not None:
@@ -109,6 +110,7 @@ class Client(ClientBase[Handler]):
             elicitation_url=elicitation_url, sampling=sampling, roots=roots,
             capabilities=capabilities, limits=limits, random=(random or _random.Random()).random,
             on_event=on_event, auto=auto, protocol_version=protocol_version,
+            validate_output=validate_output,
         )
         self.transport = transport
         self.clock = clock or SystemClock()

@@ -90,6 +90,7 @@ class Client(AsyncClientBase[Handler]):
         on_event: Callable[[ClientCommand], object] | None = None,
         auto: bool = True,
         protocol_version: str = PROTOCOL_VERSION,
+        validate_output: bool = True,
     ) -> None:
         client_options(transport, ("request", "aclose"), random)
         super().__init__(
@@ -97,6 +98,7 @@ class Client(AsyncClientBase[Handler]):
             elicitation_url=elicitation_url, sampling=sampling, roots=roots,
             capabilities=capabilities, limits=limits, random=(random or _random.Random()).random,
             on_event=on_event, auto=auto, protocol_version=protocol_version,
+            validate_output=validate_output,
         )
         self.transport = transport
         self._calls: set[trio.CancelScope] = set()

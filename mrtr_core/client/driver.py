@@ -31,8 +31,9 @@ from mrtr_core.client.commands import (
     RoundStarted,
 )
 from mrtr_core.client.events import CancelRequested, HandlerFailed, HandlerReturned
-from mrtr_core.client.flow import ClientFlow
+from mrtr_core.client.flow import ClientFlow, ResultCheck
 from mrtr_core.client.limits import ClientLimits
+from mrtr_core.client.outputs import OutputSchemas
 from mrtr_core.errors import LocalProtocolError, TransportClosedError, TransportError
 from mrtr_core.wire.models import (
     CALL_TOOL,
@@ -348,6 +349,16 @@ class ClientBase(Generic[H]):
         auto: ``False`` puts calls in manual mode: a round needing input raises
             :class:`InputRequired`, answered with ``resume``.
         protocol_version: Sent in every request's ``_meta``.
+        validate_output: Check each complete ``tools/call`` result that is not an error
+            against the ``outputSchema`` the tool was listed with (clients SHOULD:
+            server/tools.mdx § Output Schema): one without ``structuredContent``, or with
+            one the schema does not accept, fails the call with
+            :class:`~mrtr_core.errors.StructuredContentError`. The schemas are those of the
+            latest ``tools/list`` made through this client (:attr:`output_schemas`); the
+            client never lists on its own, so without a listing nothing is checked. A
+            listed schema that is not a valid JSON Schema 2020-12 is not used (see
+            :mod:`mrtr_core.client.outputs`). ``False``: results are not checked and
+            listings not remembered.
     """
 
     def __init__(
@@ -365,12 +376,14 @@ class ClientBase(Generic[H]):
         on_event: Callable[[ClientCommand], object] | None,
         auto: bool,
         protocol_version: str = PROTOCOL_VERSION,
+        validate_output: bool = True,
     ) -> None:
         instance_of("capabilities", capabilities, (ClientCapabilities, type(None)),
                     "a ClientCapabilities or None")
         instance_of("limits", limits, (ClientLimits, type(None)), "a ClientLimits or None")
         instance_of("protocol_version", protocol_version, str, "a string")
         flag("auto", auto)
+        flag("validate_output", validate_output)
         if not protocol_version:
             raise ValueError("protocol_version must not be empty")
         self.client_info = client_info
@@ -382,6 +395,9 @@ class ClientBase(Generic[H]):
         self.on_event = on_event
         self.auto = auto
         self.protocol_version = protocol_version
+        self.validate_output = validate_output
+        self.output_schemas = OutputSchemas()
+        """The output schemas of the latest ``tools/list`` (see ``validate_output``)."""
         self._base_capabilities = capabilities
         self._random = random
         # The connection owns the ids; next() on a count is atomic under the GIL.
@@ -499,7 +515,16 @@ class ClientBase(Generic[H]):
         return ClientFlow(
             method, params or {}, meta=meta, handled_kinds=kinds,
             next_id=self.next_id, limits=limits, random=self._random, manual=manual,
+            result_check=self._result_check(method, params),
         )
+
+    def _result_check(self, method: object, params: object) -> ResultCheck | None:
+        """What a call's flow runs on its complete result: learn a ``tools/list``, check a
+        ``tools/call`` against its tool's output schema (nothing with ``validate_output``
+        off)."""
+        if not self.validate_output:
+            return None
+        return self.output_schemas.result_check(method, params)
 
     def input_required(
         self, cmd: AwaitAnswers, flow: ClientFlow, now: float, clock: object
@@ -551,7 +576,10 @@ class ClientBase(Generic[H]):
             new = self.next_id()
             return self.next_id() if type(new) is type(last) and new == last else new
 
-        return ClientFlow.from_data(data, now=at, next_id=next_id, random=self._random)
+        return ClientFlow.from_data(
+            data, now=at, next_id=next_id, random=self._random,
+            result_check=self._result_check(data.get("method"), data.get("params")),
+        )
 
     def resume_flow(
         self,

@@ -101,7 +101,7 @@ from mrtr_core.wire.models import (
 )
 from mrtr_core.wire.records import record_maker
 
-__all__ = ["ClientFlow"]
+__all__ = ["ClientFlow", "ResultCheck"]
 
 _INF = float("inf")
 
@@ -172,6 +172,9 @@ _UNJUDGED: Final = "?"  # a verdict cache miss (never a real verdict)
 _SAME_VERDICT_PER_CLASS: Final = frozenset({ElicitFormRequest, ElicitUrlRequest, ListRootsRequest})
 
 Verdicts: TypeAlias = dict[type, str | None]
+ResultCheck: TypeAlias = Callable[[JsonObject], "MrtrError | None"]
+"""Judges a complete result (see :class:`ClientFlow`'s ``result_check``): the error to fail
+with, or ``None``."""
 LegInputs: TypeAlias = tuple["JsonObject | None", "str | None", bool]
 """What a leg carries besides the request: ``inputResponses``, ``requestState``, and whether
 it is a state-only retry."""
@@ -224,6 +227,11 @@ class ClientFlow:
             ``limits.pacing_jitter > 0``.
         manual: Emit ``AwaitAnswers`` and wait for :meth:`answer` instead of invoking
             handlers.
+        result_check: Called with a complete result that passed the flow's own checks; an
+            error it returns fails the flow instead (``Fail``), as a result the protocol
+            forbids would. A client checks ``structuredContent`` against the tool's
+            ``outputSchema`` with it, and learns from ``tools/list``. Not saved by
+            :meth:`to_data`: whoever restores the flow passes it again.
 
     Raises:
         LocalProtocolError: an argument is unusable.
@@ -233,8 +241,8 @@ class ClientFlow:
         "_answers", "_cancelled", "_capabilities", "_error", "_flow_deadline",
         "_handled_kinds", "_handler_deadline", "_last_result", "_leg_deadline", "_leg_id",
         "_leg_inputs", "_legs", "_limits", "_manual", "_meta", "_method", "_next_id", "_now",
-        "_outstanding", "_pending", "_random", "_requests", "_result", "_rounds", "_seeded",
-        "_state", "_streak", "_verdicts", "_version_retried", "_wake_at",
+        "_outstanding", "_pending", "_random", "_requests", "_result", "_result_check", "_rounds",
+        "_seeded", "_state", "_streak", "_verdicts", "_version_retried", "_wake_at",
     )
 
     def __init__(
@@ -248,6 +256,7 @@ class ClientFlow:
         limits: ClientLimits | None = None,
         random: Callable[[], float] | None = None,
         manual: bool = False,
+        result_check: ResultCheck | None = None,
     ) -> None:
         if not isinstance(method, str) or not method:
             raise LocalProtocolError(f"method must be a non-empty string, got {method!r}")
@@ -260,6 +269,8 @@ class ClientFlow:
             raise LocalProtocolError("limits.pacing_jitter > 0 needs a random source")
         if not callable(next_id):
             raise LocalProtocolError("next_id must be callable")
+        if result_check is not None and not callable(result_check):
+            raise LocalProtocolError("result_check must be callable or None")
         kinds = frozenset(handled_kinds)
         if not kinds <= INPUT_REQUEST_KINDS and not all(isinstance(k, str) for k in kinds):
             raise LocalProtocolError("handled_kinds must be strings")
@@ -272,6 +283,7 @@ class ClientFlow:
         self._limits = limits
         self._random = random
         self._manual = bool(manual)
+        self._result_check = result_check
         # Progress.
         self._state = _S_IDLE
         self._rounds = 0  # legs sent
@@ -314,6 +326,7 @@ class ClientFlow:
         limits: ClientLimits | None = None,
         random: Callable[[], float] | None = None,
         manual: bool = False,
+        result_check: ResultCheck | None = None,
     ) -> ClientFlow:
         """A flow seeded with an ``input_required`` result received earlier.
 
@@ -341,6 +354,7 @@ class ClientFlow:
             limits=limits,
             random=random,
             manual=manual,
+            result_check=result_check,
         )
         if method not in MRTR_METHODS:
             raise LocalProtocolError(f"{method} cannot answer input_required (digest §1.4)")
@@ -362,6 +376,7 @@ class ClientFlow:
         now: float,
         next_id: Callable[[], RequestId],
         random: Callable[[], float] | None = None,
+        result_check: ResultCheck | None = None,
     ) -> ClientFlow:
         """Restore a flow saved with :meth:`to_data`, possibly in another process.
 
@@ -374,6 +389,7 @@ class ClientFlow:
         Args:
             now: The time on this caller's clock; the restored flow is fed only times at
                 or after it.
+            result_check: As for the constructor (it is not part of the saved data).
 
         Raises:
             SavedFlowVersionError: ``data`` is of another format version.
@@ -389,6 +405,7 @@ class ClientFlow:
             limits=snap.limits,
             random=random,
             manual=snap.manual,
+            result_check=result_check,
         )
         flow._state = snap.state
         flow._rounds = snap.rounds
@@ -698,6 +715,11 @@ class ClientFlow:
             except CodecError as exc:
                 exc.result = result
                 return self._reject(exc)
+            check = self._result_check
+            if check is not None:
+                refused = check(result)
+                if refused is not None:
+                    return self._reject(refused)
             self._outstanding = None
             self._result = result
             self._state = TRANSITIONS[self._state, _T_COMPLETED]

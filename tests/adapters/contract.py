@@ -27,6 +27,7 @@ from mrtr_core.errors import (
     LocalProtocolError,
     RemoteProtocolError,
     RoundLimitError,
+    StructuredContentError,
     TransportClosedError,
     TransportError,
     UnsupportedInputError,
@@ -165,6 +166,90 @@ def test_generic_request_refuses_input_required(rt: Runtime) -> None:
     h = rt.client(server, elicitation=deploy_handlers())
     error_of(rt.call(h, "request", "tools/list"), RemoteProtocolError)
     assert h.log == [] and len(server.requests) == 1
+
+
+# --- output schemas (server/tools.mdx § Output Schema) ---------------------------------------
+
+FORECAST_SCHEMA = {"type": "object", "properties": {"temp": {"type": "number"}},
+                   "required": ["temp"]}
+
+
+def listing(**schemas: Any) -> dict[str, Any]:
+    """A ``tools/list`` result: one tool per name, with its ``outputSchema`` when not None."""
+    tools = [{"name": name, "inputSchema": {"type": "object"}}
+             | ({} if schema is None else {"outputSchema": schema})
+             for name, schema in schemas.items()]
+    return {"resultType": "complete", "tools": tools}
+
+
+def forecast(structured: Any = None, **extra: Any) -> dict[str, Any]:
+    """A ``forecast`` result, with ``structuredContent`` when not None."""
+    if structured is not None:
+        extra["structuredContent"] = structured
+    return tool_result("forecast", **extra)
+
+
+def test_a_listed_output_schema_checks_each_structured_result(rt: Runtime) -> None:
+    server = ScriptedServer([listing(forecast=FORECAST_SCHEMA, other=None),
+                             forecast({"temp": 21.5}), forecast({"temp": "warm"}), forecast(),
+                             forecast(isError=True), tool_result("free")])
+    h = rt.client(server)
+    rt.call(h, "request", "tools/list").unwrap()
+    assert rt.call(h, "call_tool", "forecast").unwrap() == forecast({"temp": 21.5})
+    wrong = error_of(rt.call(h, "call_tool", "forecast"), StructuredContentError)
+    assert wrong.tool == "forecast" and wrong.last_result == forecast({"temp": "warm"})
+    assert "'warm' is not of type 'number' (at temp)" in str(wrong) and "'forecast'" in str(wrong)
+    missing = error_of(rt.call(h, "call_tool", "forecast"), StructuredContentError)
+    assert "no structuredContent" in str(missing) and missing.last_result == forecast()
+    assert rt.call(h, "call_tool", "forecast").unwrap() == forecast(isError=True)
+    assert rt.call(h, "call_tool", "other").unwrap() == tool_result("free")
+    assert len(server.requests) == 6  # the client never lists on its own
+
+
+def test_without_a_listing_or_with_validation_off_nothing_is_checked(rt: Runtime) -> None:
+    unlisted = rt.client(ScriptedServer([forecast({"temp": "warm"})]))
+    assert rt.call(unlisted, "call_tool", "forecast").unwrap() == forecast({"temp": "warm"})
+    server = ScriptedServer([listing(forecast=FORECAST_SCHEMA), forecast()])
+    off = rt.client(server, validate_output=False)
+    rt.call(off, "request", "tools/list").unwrap()
+    assert rt.call(off, "call_tool", "forecast").unwrap() == forecast()
+    with pytest.raises(TypeError, match="validate_output"):
+        rt.client(server, validate_output="no")
+
+
+def test_a_new_listing_replaces_the_remembered_schemas(rt: Runtime) -> None:
+    server = ScriptedServer([listing(forecast=FORECAST_SCHEMA), listing(forecast=None),
+                             forecast()])
+    h = rt.client(server)
+    rt.call(h, "request", "tools/list").unwrap()
+    rt.call(h, "request", "tools/list").unwrap()
+    assert rt.call(h, "call_tool", "forecast").unwrap() == forecast()
+
+
+def test_an_invalid_output_schema_from_the_server_is_not_used(rt: Runtime) -> None:
+    server = ScriptedServer([listing(forecast={"type": "nope"}, looping={"$ref": "#"}),
+                             forecast(), tool_result("looped", structuredContent={})])
+    h = rt.client(server)
+    assert len(rt.call(h, "request", "tools/list").unwrap()["tools"]) == 2
+    assert rt.call(h, "call_tool", "forecast").unwrap() == forecast()
+    looped = rt.call(h, "call_tool", "looping").unwrap()
+    assert looped["structuredContent"] == {}
+    rejected = h.client.output_schemas.rejected
+    assert set(rejected) == {"forecast", "looping"}
+    assert "not a valid JSON Schema 2020-12" in rejected["forecast"]
+
+
+def test_manual_mode_and_resume_check_the_output_schema(rt: Runtime) -> None:
+    server = ScriptedServer([listing(forecast=FORECAST_SCHEMA),
+                             input_required({"c": CONFIRM}, state="s1"), forecast(),
+                             input_required({"c": CONFIRM}, state="s2"), forecast({"temp": 3})])
+    h = rt.client(server, auto=False, elicitation={"c": Answer(CONFIRMED)})
+    rt.call(h, "request", "tools/list").unwrap()
+    pending = error_of(rt.call(h, "call_tool", "forecast"), InputRequired)
+    error_of(rt.call(h, "resume", pending, {"c": CONFIRMED}), StructuredContentError)
+    pending = error_of(rt.call(h, "call_tool", "forecast"), InputRequired)
+    saved = json.loads(json.dumps(pending.data))
+    assert rt.call(h, "resume", saved, {"c": CONFIRMED}).unwrap() == forecast({"temp": 3})
 
 
 # --- concurrency and cancellation ------------------------------------------------------------
@@ -669,3 +754,16 @@ def test_deploy_production_against_the_real_app(rt: Runtime) -> None:
     assert set(seen[1]["params"]["inputResponses"]) == {"confirm_deploy", "change_ticket"}
     assert h.times("confirm_deploy", "start") == h.times("change_ticket", "start") == [0.5]
     assert out.at == 4.0  # 0.5 + max(3, 2) + 0.5
+
+
+def test_the_real_apps_listed_output_schema_is_checked(rt: Runtime) -> None:
+    app = deploy_app()
+
+    @app.tool(output_schema=FORECAST_SCHEMA)
+    def forecast(ctx: Context) -> dict[str, Any]:
+        return {"temp": 21.5}
+
+    h = rt.client(lambda message: drive_sync(app, message, now=rt.now()).message or {})
+    rt.call(h, "request", "tools/list").unwrap()
+    assert h.client.output_schemas.schema_for("forecast") == FORECAST_SCHEMA
+    assert rt.call(h, "call_tool", "forecast").unwrap()["structuredContent"] == {"temp": 21.5}

@@ -1,0 +1,159 @@
+"""Output schemas learned from ``tools/list`` and checked on ``tools/call`` results
+(server/tools.mdx § Output Schema: clients SHOULD validate structured results)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import pytest
+
+from mrtr_core.client import ClientFlow, Complete, Fail, ResponseReceived
+from mrtr_core.client.driver import ClientBase
+from mrtr_core.client.outputs import OutputSchemas
+from mrtr_core.errors import LocalProtocolError, StructuredContentError
+from mrtr_core.wire import Implementation, RequestMeta
+
+SCHEMA = {"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}
+
+
+def _listing(**schemas: Any) -> dict[str, Any]:
+    return {"tools": [{"name": name, "inputSchema": {"type": "object"}, "outputSchema": schema}
+                      for name, schema in schemas.items()]}
+
+
+def _result(structured: Any = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"content": [], **extra}
+    if structured is not None:
+        out["structuredContent"] = structured
+    return out
+
+
+def _driver(**options: Any) -> ClientBase[Any]:
+    return ClientBase(client_info=Implementation(name="t", version="1"), elicitation=None,
+                      elicitation_form=True, elicitation_url=False, sampling=None, roots=None,
+                      capabilities=None, limits=None, random=random.Random(0).random,
+                      on_event=None, auto=True, **options)
+
+
+def _answer(flow: ClientFlow, result: dict[str, Any]) -> Any:
+    """Start ``flow``, answer its first leg with ``result``; the last command."""
+    send = flow.start(0.0)[-1]
+    message = {"jsonrpc": "2.0", "id": send.request_id, "result": result}  # type: ignore[union-attr]
+    return flow.handle(ResponseReceived(message=message), 0.0)[-1]
+
+
+def test_a_structured_result_is_checked_against_the_listed_schema() -> None:
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast=SCHEMA))
+    assert schemas.check("forecast", _result({"temp": 1})) is None
+    wrong = schemas.check("forecast", _result({"temp": "warm"}))
+    assert isinstance(wrong, StructuredContentError)
+    assert str(wrong) == ("tool 'forecast': structuredContent does not match the tool's "
+                          "outputSchema: 'warm' is not of type 'number' (at temp)")
+    assert wrong.result == wrong.last_result == _result({"temp": "warm"})
+    missing = schemas.check("forecast", _result())
+    assert isinstance(missing, StructuredContentError) and "no structuredContent" in str(missing)
+    assert schemas.check("forecast", _result(isError=True)) is None
+    assert schemas.check("other", _result()) is None
+
+
+def test_nothing_is_checked_before_a_listing() -> None:
+    assert OutputSchemas().check("forecast", _result({"temp": "warm"})) is None
+
+
+def test_a_listing_replaces_the_schemas_and_a_page_adds_to_them() -> None:
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast=SCHEMA))
+    compiled = schemas._schemas["forecast"][1]
+    schemas.learn(_listing(forecast=dict(SCHEMA), other=SCHEMA))
+    assert schemas._schemas["forecast"][1] is compiled  # compiled once per schema
+    schemas.learn(_listing(other=SCHEMA))
+    assert schemas.schema_for("forecast") is None and len(schemas) == 1
+    schemas.learn(_listing(forecast=SCHEMA), page=True)
+    assert len(schemas) == 2
+    schemas.learn({"tools": "none"})
+    assert len(schemas) == 0
+
+
+def test_at_most_max_tools_schemas_are_remembered() -> None:
+    schemas = OutputSchemas(max_tools=2)
+    schemas.learn(_listing(a=SCHEMA, b=SCHEMA, c=SCHEMA))
+    assert [schemas.schema_for(n) is not None for n in "abc"] == [False, True, True]
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [({"type": "nope"}, "not a valid JSON Schema 2020-12"),
+     ({"properties": {"a": {"pattern": "("}}}, "(at properties/a/pattern)"),
+     ([], "outputSchema must be an object, not list")],
+)
+def test_an_invalid_schema_from_the_server_is_not_remembered(schema: Any, reason: str) -> None:
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast=SCHEMA))
+    schemas.learn(_listing(forecast=schema))
+    assert schemas.schema_for("forecast") is None
+    assert reason in schemas.rejected["forecast"]
+    assert schemas.check("forecast", _result()) is None
+
+
+@pytest.mark.parametrize("schema", [{"$ref": "#"}, {"$ref": "https://example.com/s"}])
+def test_a_schema_that_fails_when_used_is_dropped(schema: Any) -> None:
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast=schema))
+    assert schemas.check("forecast", _result({"temp": 1})) is None
+    assert schemas.schema_for("forecast") is None
+    assert "cannot be used" in schemas.rejected["forecast"]
+
+
+@pytest.mark.parametrize("depth", [1500, 5000])  # past the recursion limit, and marshal's
+def test_too_deep_a_schema_is_not_remembered(depth: int) -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(depth):
+        node["items"] = {}
+        node = node["items"]
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast=deep))
+    assert "too deeply" in schemas.rejected["forecast"]
+
+
+def test_the_flow_fails_with_what_its_result_check_returns() -> None:
+    meta = RequestMeta()
+    ids = itertools.count(1)
+    error = StructuredContentError("forecast", "bad")
+    flow = ClientFlow("tools/call", {"name": "forecast"}, meta=meta, handled_kinds=(),
+                      next_id=lambda: next(ids), random=random.Random(0).random,
+                      result_check=lambda result: error)
+    last = _answer(flow, _result())
+    assert isinstance(last, Fail) and last.error is error and flow.error is error
+    with pytest.raises(LocalProtocolError, match="result_check"):
+        ClientFlow("tools/call", {"name": "x"}, meta=meta, handled_kinds=(),
+                   next_id=lambda: next(ids), random=random.Random(0).random,
+                   result_check=1)  # type: ignore[arg-type]
+
+
+def test_a_client_learns_its_listings_and_checks_its_calls_and_restored_flows() -> None:
+    driver = _driver()
+    assert isinstance(_answer(driver.new_flow("tools/list", None), _listing(forecast=SCHEMA)),
+                      Complete)
+    assert driver.output_schemas.schema_for("forecast") == SCHEMA
+    last = _answer(driver.new_flow("tools/call", {"name": "forecast"}), _result())
+    assert isinstance(last, Fail) and isinstance(last.error, StructuredContentError)
+    data = driver.new_flow("tools/call", {"name": "forecast"}).to_data(0.0)
+    last = _answer(driver.restore_flow(data, 0.0), _result({"temp": "warm"}))
+    assert isinstance(last, Fail) and isinstance(last.error, StructuredContentError)
+    page = driver.new_flow("tools/list", {"cursor": "2"})
+    _answer(page, _listing(other=SCHEMA))
+    assert len(driver.output_schemas) == 2
+
+
+def test_a_client_with_validation_off_learns_and_checks_nothing() -> None:
+    driver = _driver(validate_output=False)
+    _answer(driver.new_flow("tools/list", None), _listing(forecast=SCHEMA))
+    assert len(driver.output_schemas) == 0
+    assert isinstance(_answer(driver.new_flow("tools/call", {"name": "forecast"}), _result()),
+                      Complete)
+    with pytest.raises(TypeError, match="validate_output"):
+        _driver(validate_output=1)
