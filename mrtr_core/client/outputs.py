@@ -12,7 +12,12 @@ caller's behalf: a client that never listed its tools checks nothing.
 The schemas come from the peer. One that is not a valid JSON Schema 2020-12 (or one that
 cannot be used: a ``$ref`` that resolves nowhere or loops forever) is a fault of the listing,
 not of a call: that tool's schema is not remembered (:attr:`OutputSchemas.rejected` says why)
-and its results are not checked. Their size and depth are those of the listing message, which
+and its results are not checked. Nor is one whose check the peer could make spin, since it
+chooses the ``structuredContent`` too: a ``pattern`` or ``patternProperties`` (a regular
+expression that backtracks, and Python's ``re`` has no time limit) or ``uniqueItems`` (pairwise
+comparisons over a long array of objects) would hold the client's thread or event loop past
+every time limit (forms keep no ``pattern`` either, :mod:`mrtr_core.wire.forms`).
+Their size and depth are those of the listing message, which
 the transport already bounds (``max_bytes``, ``max_depth``); at most ``max_tools`` schemas
 are remembered.
 """
@@ -170,4 +175,42 @@ def _compile(
         return "outputSchema nests too deeply to be checked"
     except Exception as exc:  # whatever else the peer's schema makes the check raise
         return f"outputSchema cannot be checked: {type(exc).__name__}"
+    spinning = _spinning_keyword(schema)
+    if spinning is not None:
+        return (f"outputSchema uses {spinning}, whose check the server could make spin "
+                "(see mrtr_core.client.outputs)")
     return key, CompiledSchema(schema)
+
+
+_SPINNING: Final = ("pattern", "patternProperties", "uniqueItems")
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas
+# (JSON Schema 2020-12 Core §10 and Validation §6-7); anything else holds no subschema.
+_SUBSCHEMA: Final = frozenset({
+    "additionalProperties", "contains", "else", "if", "items", "not", "propertyNames",
+    "then", "unevaluatedItems", "unevaluatedProperties",
+})
+_SUBSCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_MAPS: Final = frozenset({
+    "$defs", "definitions", "dependentSchemas", "patternProperties", "properties",
+})
+
+
+def _spinning_keyword(schema: JsonObject) -> str | None:
+    """The first of :data:`_SPINNING` that a (valid) schema uses as a keyword anywhere in
+    its subschemas (a property merely named ``pattern`` is no keyword), or ``None``."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue  # a boolean schema
+        for keyword in _SPINNING:
+            if keyword in node and node[keyword] is not False:
+                return keyword
+        for keyword, value in node.items():
+            if keyword in _SUBSCHEMA:
+                stack.append(value)
+            elif keyword in _SUBSCHEMA_LISTS and isinstance(value, list):
+                stack.extend(value)
+            elif keyword in _SUBSCHEMA_MAPS and isinstance(value, dict):
+                stack.extend(value.values())
+    return None

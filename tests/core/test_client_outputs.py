@@ -119,6 +119,47 @@ def test_too_deep_a_schema_is_not_remembered(depth: int) -> None:
     assert "too deeply" in schemas.rejected["forecast"]
 
 
+@pytest.mark.parametrize(
+    ("schema", "keyword"),
+    [
+        ({"type": "object", "properties": {"id": {"type": "string", "pattern": "^(a+)+$"}}},
+         "pattern"),
+        ({"type": "object", "patternProperties": {"^(a|a)+$": {"type": "number"}},
+          "additionalProperties": False}, "patternProperties"),
+        ({"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}},
+         "uniqueItems"),
+        ({"type": "object", "$defs": {"id": {"pattern": "x"}}, "properties": {
+            "ids": {"type": "array", "items": {"$ref": "#/$defs/id"}}}}, "pattern"),
+        ({"anyOf": [{"type": "object"}, {"type": "string", "pattern": "(x+x+)+y"}]},
+         "pattern"),
+    ],
+)
+def test_a_schema_that_would_run_the_peers_regex_or_a_quadratic_check_is_not_used(
+    schema: Any, keyword: str
+) -> None:
+    # The server chooses both the schema and the structuredContent: a pattern that
+    # backtracks (Python's re has no time limit) or uniqueItems over a long array of objects
+    # (pairwise comparisons) would hold the client's thread or event loop past every time
+    # limit. Such a schema is not used, as an invalid one is not (forms keep no pattern
+    # either, mrtr_core.wire.forms).
+    schemas = OutputSchemas()
+    schemas.learn(_listing(spin=schema))
+    assert schemas.schema_for("spin") is None
+    assert keyword in schemas.rejected["spin"]
+    assert schemas.check("spin", _result({"id": "a" * 40 + "b", "rows": [{}] * 3})) is None
+
+
+def test_a_property_named_like_a_keyword_is_no_keyword() -> None:
+    schema = {"type": "object", "properties": {"pattern": {"type": "string"},
+                                               "uniqueItems": {"type": "boolean"}},
+              "required": ["pattern"]}
+    schemas = OutputSchemas()
+    schemas.learn(_listing(search=schema))
+    assert schemas.rejected == {}
+    assert schemas.check("search", _result({"pattern": "x", "uniqueItems": True})) is None
+    assert isinstance(schemas.check("search", _result({"pattern": 5})), StructuredContentError)
+
+
 def test_the_flow_fails_with_what_its_result_check_returns() -> None:
     meta = RequestMeta()
     ids = itertools.count(1)
