@@ -134,14 +134,15 @@ _LONG_INT_BITS: Final = 4000  # longer integers may exceed the digits str() will
 
 
 def json_value(name: str, value: Any) -> None:
-    """Refuse ``value`` unless it is a JSON value: dicts with string keys, lists (or
-    tuples), strings, integers, finite floats, booleans and ``None``, nested at most 64
-    levels (as deep as a peer decodes). The error names where the bad part is, as a path
-    from ``name`` (``params.arguments.tags[2]``).
+    """Refuse ``value`` unless it is a JSON value: dicts with string keys, lists,
+    strings, integers, finite floats, booleans and ``None``, nested at most 64 levels (as
+    deep as a peer decodes). The error names where the bad part is, as a path from
+    ``name`` (``params.arguments.tags[2]``).
 
     Raises:
-        TypeError: A part of another type (a set, bytes, an object), or a key that is not
-            a string (the encoder would write ``1`` as ``"1"``, or fail).
+        TypeError: A part of another type (a set, bytes, an object, a tuple: what takes
+            the value as it is, not as JSON text, sees no array), or a key that is not a
+            string (the encoder would write ``1`` as ``"1"``, or fail).
         ValueError: ``NaN`` or an infinity (RFC 8259 §6), an integer too long to write, or
             nesting deeper than 64 levels (a value that holds itself is one).
     """
@@ -161,7 +162,9 @@ def json_value(name: str, value: Any) -> None:
             if not math.isfinite(item):
                 raise ValueError(f"{path} is {item!r}, not a JSON number")
             continue
-        if not isinstance(item, dict | list | tuple):
+        if isinstance(item, tuple):
+            raise TypeError(f"{path} is a tuple, not a JSON value (write a list)")
+        if not isinstance(item, dict | list):
             raise TypeError(f"{path} is a {type(item).__name__}, not a JSON value")
         if depth >= _JSON_DEPTH:
             raise ValueError(f"{path} is nested deeper than {_JSON_DEPTH} levels")

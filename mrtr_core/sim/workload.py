@@ -98,13 +98,15 @@ class Operation:
             hold ``NaN``, an infinity, an integer too long to write or nesting deeper than
             64 levels.
         TypeError: ``params`` that are not a dict or hold anything but JSON values (a
-            set, an object, a key that is not a string), or a ``single_use`` that is not
-            a bool.
+            set, an object, a tuple, a key that is not a string), or a ``single_use`` that
+            is not a bool.
 
     A params value that is not JSON is named by its path and the operation's id
     (``operation 'op-3': params.arguments.tags is a set, not a JSON value``): no server
     could receive it, and its text (a set's order) could differ between two runs of one
-    seed.
+    seed. The simulated servers take params as they are, not as JSON text, so a tuple
+    would reach them as a tuple, which a schema's ``array`` refuses where a client on the
+    wire sends a list.
     """
 
     op: str

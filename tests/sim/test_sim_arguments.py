@@ -159,6 +159,10 @@ class _Opaque:
         ({"odd key": {"x": b"raw"}}, TypeError,
          r"params\.arguments\['odd key'\]\.x is a bytes, not a JSON value"),
         ({"big": 10 ** 5000}, ValueError, r"params\.arguments\.big is an integer too long"),
+        # The simulated server receives params as they are, not as JSON text: a tuple
+        # reaches it as a tuple, which no schema's array accepts (a wire client sends a list).
+        ({"tags": ("a", "b")}, TypeError,
+         r"params\.arguments\.tags is a tuple, not a JSON value \(write a list\)"),
     ],
 )
 def test_operation_refuses_params_that_are_not_json_naming_where(
@@ -178,7 +182,7 @@ def test_operation_refuses_params_that_hold_themselves() -> None:
 
 
 def test_operation_keeps_params_that_are_json() -> None:
-    arguments = {"s": "é\u2028", "n": [1, -0.0, 2 ** 70, True, None], "t": ("a", 1),
+    arguments = {"s": "é\u2028", "n": [1, -0.0, 2 ** 70, True, None], "t": ["a", 1],
                  "o": {"": {"deep": [[{}]]}}}
     operation = Operation(op="op-1", method="tools/call",
                           params={"name": "deploy", "arguments": arguments})
