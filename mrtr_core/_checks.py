@@ -133,18 +133,19 @@ _JSON_DEPTH: Final = 64  # jsonrpc.DEFAULT_MAX_DEPTH: no peer decodes a deeper m
 _LONG_INT_BITS: Final = 4000  # longer integers may exceed the digits str() will write
 
 
-def json_value(name: str, value: Any) -> None:
+def json_value(name: str, value: Any, max_depth: int = _JSON_DEPTH) -> None:
     """Refuse ``value`` unless it is a JSON value: dicts with string keys, lists,
-    strings, integers, finite floats, booleans and ``None``, nested at most 64 levels (as
-    deep as a peer decodes). The error names where the bad part is, as a path from
-    ``name`` (``params.arguments.tags[2]``).
+    strings, integers, finite floats, booleans and ``None``, nested at most ``max_depth``
+    levels (by default 64, as deep as a peer decodes a message; a value sent inside a
+    message has fewer). The error names where the bad part is, as a path from ``name``
+    (``params.arguments.tags[2]``).
 
     Raises:
         TypeError: A part of another type (a set, bytes, an object, a tuple: what takes
             the value as it is, not as JSON text, sees no array), or a key that is not a
             string (the encoder would write ``1`` as ``"1"``, or fail).
         ValueError: ``NaN`` or an infinity (RFC 8259 §6), an integer too long to write, or
-            nesting deeper than 64 levels (a value that holds itself is one).
+            nesting deeper than ``max_depth`` levels (a value that holds itself is one).
     """
     stack: list[tuple[str, Any, int]] = [(name, value, 0)]
     while stack:
@@ -166,8 +167,8 @@ def json_value(name: str, value: Any) -> None:
             raise TypeError(f"{path} is a tuple, not a JSON value (write a list)")
         if not isinstance(item, dict | list):
             raise TypeError(f"{path} is a {type(item).__name__}, not a JSON value")
-        if depth >= _JSON_DEPTH:
-            raise ValueError(f"{path} is nested deeper than {_JSON_DEPTH} levels")
+        if depth >= max_depth:
+            raise ValueError(f"{path} is nested deeper than {max_depth} levels")
         if isinstance(item, dict):
             for key, inner in item.items():
                 if not isinstance(key, str):

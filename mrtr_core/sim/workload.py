@@ -22,6 +22,7 @@ import attrs
 from mrtr_core import jsontext
 from mrtr_core._checks import flag, instance_of, json_value
 from mrtr_core.app import App
+from mrtr_core.jsonrpc import DEFAULT_MAX_DEPTH
 from mrtr_core.server import Context, form, sample
 from mrtr_core.sim.prng import Prng
 from mrtr_core.state import StateCodec
@@ -96,7 +97,7 @@ class Operation:
         ValueError: An id that is empty or holds whitespace, another method, params that
             do not name the target (a string ``name``, or ``uri`` to read), or params that
             hold ``NaN``, an infinity, an integer too long to write or nesting deeper than
-            64 levels.
+            63 levels (their request, one level more, is as deep as a peer decodes).
         TypeError: ``params`` that are not a dict or hold anything but JSON values (a
             set, an object, a tuple, a key that is not a string), or a ``single_use`` that
             is not a bool.
@@ -125,7 +126,8 @@ class Operation:
                              f"got {self.method!r}")
         instance_of("params", self.params, dict, "a dict")
         try:
-            json_value("params", self.params)
+            # The params sit one level inside their request (jsonrpc.DEFAULT_MAX_DEPTH).
+            json_value("params", self.params, DEFAULT_MAX_DEPTH - 1)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"operation {op!r}: {exc}") from None
         member = "uri" if self.method == READ_RESOURCE else "name"

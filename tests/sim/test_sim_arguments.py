@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mrtr_core import jsonrpc
 from mrtr_core.app import App
 from mrtr_core.sim import AppWorkload, Faults, Operation, Simulation, SimulationError, Timing
 from mrtr_core.sim.workload import ReferenceWorkload
@@ -187,3 +188,25 @@ def test_operation_keeps_params_that_are_json() -> None:
     operation = Operation(op="op-1", method="tools/call",
                           params={"name": "deploy", "arguments": arguments})
     assert operation.params["arguments"] is arguments
+
+
+def _nested(levels: int) -> list[Any]:
+    """A list nesting ``levels`` lists (itself included)."""
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_operation_refuses_params_nested_deeper_than_a_peer_decodes_their_request() -> None:
+    # The params sit one level inside their request, which a peer decodes 64 levels deep:
+    # params of 64 levels make a request of 65, refused before any server reads it.
+    def params(levels: int) -> dict[str, Any]:  # params, arguments, then the lists
+        return {"name": "deploy", "arguments": {"deep": _nested(levels - 2)}}
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params(63)}
+    Operation(op="op-1", method="tools/call", params=params(63))
+    assert jsonrpc.decode(jsonrpc.encode(request)) == request
+    with pytest.raises(ValueError, match=r"operation 'op-1': params\.arguments\.deep(\[0\])+ "
+                                         r"is nested deeper than 63 levels"):
+        Operation(op="op-1", method="tools/call", params=params(64))
