@@ -436,6 +436,9 @@ class ToolDef:
         output = None if output_schema is None else dict(output_schema)
         if output is not None:
             _check_schema(tool_name, "outputSchema", output)
+            # Copied whole, as a client reads it: a nested member the caller changes later
+            # changes neither the listing nor what the tool's results are checked against.
+            output = json.loads(json.dumps(output))
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.

@@ -130,6 +130,21 @@ def test_tools_list_shows_the_output_schema_only_when_given() -> None:
     assert "outputSchema" not in tools[2]
 
 
+def test_the_output_schema_is_copied_when_the_tool_is_registered() -> None:
+    # Copied whole, as the docs promise: a change to a nested member afterwards changes
+    # neither what tools/list shows nor what the tool's results are checked against.
+    schema: dict[str, Any] = {"type": "object", "required": ["temperature"],
+                              "properties": {"temperature": {"type": "number"}}}
+    app = _output_app({"temperature": 21.5}, schema)
+    schema["properties"]["temperature"]["type"] = "string"
+    schema["required"].append("conditions")
+    assert _list(app, "tools/list")[0]["outputSchema"] == {
+        "type": "object", "required": ["temperature"],
+        "properties": {"temperature": {"type": "number"}},
+    }
+    assert _call(app)["result"]["structuredContent"] == {"temperature": 21.5}
+
+
 @pytest.mark.parametrize(
     ("value", "schema"),
     [
