@@ -323,8 +323,9 @@ class App:
 
         Raises:
             ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty,
-                the caching hints are invalid, a template is given a ``size``, or a member
-                of ``icons``, ``meta`` or ``annotations`` is unknown or out of range.
+                the caching hints are invalid, a template is given a ``size`` (or a
+                resource one too long to write), or a member of ``icons``, ``meta`` or
+                ``annotations`` is unknown or out of range.
             TypeError: ``name``, ``title``, ``mime_type`` or ``description`` is not a
                 string or ``None``, ``single_use`` is not a bool, or ``icons``, ``meta``,
                 ``annotations``, ``size`` or one of their members is of another type.

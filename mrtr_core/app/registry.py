@@ -166,9 +166,15 @@ def declared_meta(owner: str, meta: Any) -> JsonObject | None:
 
 def declared_size(owner: str, size: Any) -> int | None:
     """The ``size`` given to ``@app.resource`` (``None`` for none): an integer, as in a
-    result's resource link (a bool is not one); ``TypeError`` naming ``owner``."""
+    result's resource link (a bool is not one); ``TypeError`` naming ``owner``, or
+    ``ValueError`` for one too long to write (``resources/list`` writes it as JSON: every
+    listing would fail)."""
     if size is not None and not LINK["size"].test(size):
         raise TypeError(f"{owner}: size must be an integer or None, not {type(size).__name__}")
+    try:
+        repr(size)  # str() of an int has a digit limit (sys.set_int_max_str_digits)
+    except ValueError:
+        raise ValueError(f"{owner}: size is an integer too long to write") from None
     return typing.cast("int | None", size)
 
 

@@ -389,6 +389,9 @@ def _read_day(ctx: Any, uri: str, day: str) -> str:
          "resource 'file:///a': size must be an integer or None, not bool"),
         ("file:///{day}", {"size": 12}, ValueError,
          "resource 'file:///{day}': a resource template has no size"),
+        # resources/list writes it as JSON: one too long to write would fail every listing.
+        ("file:///a", {"size": 10 ** 5000}, ValueError,
+         "resource 'file:///a': size is an integer too long to write"),
     ],
 )
 def test_resource_registration_refuses_bad_icons_meta_annotations_and_size(
