@@ -29,8 +29,8 @@ from jsonschema.exceptions import ValidationError
 from mrtr_core import jsontext
 from mrtr_core._memo import remember
 
-__all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "CompiledSchema", "SchemaCache",
-           "forget_accepted"]
+__all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "PROBLEM_MAX_CHARS", "CompiledSchema",
+           "SchemaCache", "forget_accepted"]
 
 _CANONICAL: Final = jsontext.canonical
 _SERIALS: Final = itertools.count(1)
@@ -87,15 +87,32 @@ class CompiledSchema:
 
     def problem(self, instance: Any) -> str | None:
         """Why ``instance`` does not fit this schema, or ``None``: the message of the first
-        error by path, and where it is (``(at properties/n)``) unless at the root."""
+        error by path, and where it is (``(at properties/n)``) unless at the root.
+
+        Each is cut to its first and last :data:`PROBLEM_MAX_CHARS` characters (joined by
+        ``...``): ``jsonschema`` quotes the instance whole, and it may be a peer's (a tool's
+        arguments; a server's ``structuredContent``), as long as its message.
+        """
         if self.is_valid(instance):
             return None
         errors = sorted(self.iter_errors(instance), key=lambda e: list(e.path))
         if not errors:
             return None
         first = errors[0]
-        where = "/".join(str(p) for p in first.absolute_path)
-        return f"{first.message}" + (f" (at {where})" if where else "")
+        where = _clip("/".join(str(p) for p in first.absolute_path))
+        return _clip(first.message) + (f" (at {where})" if where else "")
+
+
+PROBLEM_MAX_CHARS: Final = 100
+"""How many characters of each end of a violation's message (and of its path)
+:meth:`CompiledSchema.problem` keeps."""
+
+
+def _clip(text: str) -> str:
+    """``text``, or its first and last :data:`PROBLEM_MAX_CHARS` characters."""
+    if len(text) <= 2 * PROBLEM_MAX_CHARS + 3:
+        return text
+    return f"{text[:PROBLEM_MAX_CHARS]}...{text[-PROBLEM_MAX_CHARS:]}"
 
 
 class SchemaCache:

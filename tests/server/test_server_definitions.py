@@ -194,6 +194,15 @@ def test_a_result_without_structured_content_the_output_schema_accepts_is_refuse
     assert reply["error"]["message"] == f"handler returned an invalid result: {problem}"
 
 
+def test_a_refused_structured_content_is_named_without_being_sent_whole() -> None:
+    # The value the schema refused is not sent: the -32603 quotes a bounded part of it.
+    reply = _call(_output_app(["secret-" * 10_000]))
+    message = reply["error"]["message"]
+    assert message.startswith("handler returned an invalid result: structuredContent does "
+                              "not match the tool's outputSchema: ['secret-secret-")
+    assert message.endswith("-'] is not of type 'object'") and len(message) < 400
+
+
 def test_an_error_result_needs_no_structured_content() -> None:
     built = {"content": [{"type": "text", "text": "no such city"}], "isError": True}
     assert _call(_output_app(built))["result"]["isError"] is True

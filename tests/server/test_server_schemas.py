@@ -212,3 +212,19 @@ def test_the_memo_is_bounded_and_keeps_what_is_still_asked() -> None:
     assert len(counter.asked) == ACCEPTED_MAX_ENTRIES + 1
     assert compiled.is_valid(0)  # the one that went
     assert counter.asked[-1] == 0
+
+
+def test_a_problem_quotes_at_most_a_bounded_part_of_the_instance() -> None:
+    # jsonschema's messages quote the instance whole, and the instance may be a peer's (a
+    # tool's arguments; on a client, a server's structuredContent): what is wrong is named
+    # in a bounded text, so an error never carries the value it refused.
+    schema = CompiledSchema({"type": "object", "properties": {
+        "tags": {"type": "object"}, "x" * 1000: {"type": "object", "properties": {
+            "y": {"type": "string"}}}}})
+    assert schema.problem({"tags": "t" * 100}) == f"{'t' * 100!r} is not of type 'object' (at tags)"
+    long = schema.problem({"tags": ["t" * 100_000]})
+    assert long is not None and long.startswith("['tttt") and "..." in long
+    assert long.endswith("tttt'] is not of type 'object' (at tags)") and len(long) < 500
+    deep = schema.problem({"x" * 1000: {"y": 5}})
+    assert deep is not None and "..." in deep and len(deep) < 500
+    assert deep.startswith("5 is not of type 'string' (at xxxx") and deep.endswith("xxxx/y)")
