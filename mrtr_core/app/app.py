@@ -270,11 +270,12 @@ class App:
         ``name`` defaults to the function's name; an empty one is refused (``ValueError``).
         ``title`` is its display name in ``prompts/list``; ``icons`` and ``meta`` (its
         ``_meta``) are checked, copied and listed as a tool's are (:meth:`tool`).
-        ``arguments`` are ``{"name", "title", "description", "required"}`` mappings (or
-        names, which are required); by default derived from the handler's parameters. The
-        handler takes them by keyword: one it cannot take, or a parameter without a default
-        that is not a required argument, is refused here with a ``TypeError``. The handler
-        returns a string, a list of messages, or a whole ``GetPromptResult`` mapping.
+        ``arguments`` are ``{"name", "title", "description", "required"}`` mappings (another
+        member is refused) or names (which are required); by default derived from the
+        handler's parameters. The handler takes them by keyword: one it cannot take, or a
+        parameter without a default that is not a required argument, is refused here with a
+        ``TypeError``. The handler returns a string, a list of messages, or a whole
+        ``GetPromptResult`` mapping.
         """
 
         _refuse_bare_decorator("prompt", name)

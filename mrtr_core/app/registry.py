@@ -610,11 +610,16 @@ def _check_prompt_call(
             ) from None
 
 
+# PromptArgument (schema.ts): BaseMetadata's name and title, description, required.
+_ARGUMENT_MEMBERS: Final = ("name", "title", "description", "required")
+
+
 def _prompt_argument(
     prompt: str, value: PromptArgument | Mapping[str, Any] | str
 ) -> PromptArgument:
     """One declared argument of ``prompt``: a ``PromptArgument``, a name (required), or a
-    ``{"name", "title", "description", "required"}`` mapping; anything else is refused. A
+    ``{"name", "title", "description", "required"}`` mapping (no other member); anything
+    else is refused. A
     ``PromptArgument`` is checked as the mapping of its fields is: they go on the wire as
     they are (``prompts/list``)."""
     if isinstance(value, PromptArgument):
@@ -629,6 +634,12 @@ def _prompt_argument(
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt {prompt!r}: an argument needs a non-empty string name,"
                          f" got {value!r}")
+    for member in value:
+        # A misspelt member would be dropped without a word ("requried": the argument would
+        # be listed as optional), as a misspelt tool annotation would.
+        if member not in _ARGUMENT_MEMBERS:
+            raise ValueError(f"prompt {prompt!r}: argument {name!r} member {member!r} is not"
+                             f" one of {', '.join(_ARGUMENT_MEMBERS)}")
     optional_text(f"prompt {prompt!r}: argument {name!r} title", value.get("title"))
     optional_text(f"prompt {prompt!r}: argument {name!r} description", value.get("description"))
     flag(f"prompt {prompt!r}: argument {name!r} required", value.get("required", False))

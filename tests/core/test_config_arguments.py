@@ -293,6 +293,13 @@ def test_tool_registration_refuses_bad_values_naming_the_tool(
          "prompt 'greet': argument 'who' title must be a string or None, not int"),
         ({"arguments": [PromptArgument(name="who", title=b"Who")]}, TypeError,  # type: ignore[arg-type]
          "prompt 'greet': argument 'who' title must be a string or None, not bytes"),
+        # A misspelt member would be dropped without a word (a required argument listed as
+        # optional), as a misspelt tool annotation or icon member would.
+        ({"arguments": [{"name": "who", "requried": True}]}, ValueError,
+         "prompt 'greet': argument 'who' member 'requried' is not one of name, title,"
+         " description, required"),
+        ({"arguments": [{"name": "who", 1: "x"}]}, ValueError,
+         "prompt 'greet': argument 'who' member 1 is not one of"),
         ({"description": b"hi"}, TypeError, "prompt 'greet': description must be a string or None"),
         ({"single_use": 1}, TypeError, "prompt 'greet': single_use must be True or False, not int"),
         ({"name": 5}, TypeError, "prompt name must be a string, not int"),
