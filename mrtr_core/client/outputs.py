@@ -9,14 +9,16 @@ judges each complete ``tools/call`` result of such a tool that is not an error
 fails with :class:`~mrtr_core.errors.StructuredContentError`. Nothing is listed on the
 caller's behalf: a client that never listed its tools checks nothing.
 
-The schemas come from the peer. One that is not a valid JSON Schema 2020-12 (or one that
-cannot be used: a ``$ref`` that resolves nowhere or loops forever) is a fault of the listing,
-not of a call: that tool's schema is not remembered (:attr:`OutputSchemas.rejected` says why)
-and its results are not checked. Nor is one whose check the peer could make spin, since it
-chooses the ``structuredContent`` too: a ``pattern`` or ``patternProperties`` (a regular
-expression that backtracks, and Python's ``re`` has no time limit) or ``uniqueItems`` (pairwise
-comparisons over a long array of objects) would hold the client's thread or event loop past
-every time limit (forms keep no ``pattern`` either, :mod:`mrtr_core.wire.forms`).
+The schemas come from the peer. One that is not a valid JSON Schema 2020-12 (or one that cannot
+be used: a ``$ref`` that resolves nowhere or loops forever) is a fault of the listing, not of a
+call: that tool's schema is not remembered (:attr:`OutputSchemas.rejected` says why) and its
+results are not checked. No URI a ``$ref`` names is fetched (the server would choose what the
+client opens, and it would wait for it): such a ``$ref`` fails when used. Nor is a schema used
+whose check the peer could make spin, since it chooses the ``structuredContent`` too: a
+``pattern`` or ``patternProperties`` (a regular expression that backtracks, and Python's ``re``
+has no time limit) or ``uniqueItems`` (pairwise comparisons over a long array of objects) would
+hold the client's thread or event loop past every time limit (forms keep no ``pattern`` either,
+:mod:`mrtr_core.wire.forms`).
 Their size and depth are those of the listing message, which
 the transport already bounds (``max_bytes``, ``max_depth``); at most ``max_tools`` schemas
 are remembered.
@@ -179,7 +181,7 @@ def _compile(
     if spinning is not None:
         return (f"outputSchema uses {spinning}, whose check the server could make spin "
                 "(see mrtr_core.client.outputs)")
-    return key, CompiledSchema(schema)
+    return key, CompiledSchema(schema, peer=True)
 
 
 _SPINNING: Final = ("pattern", "patternProperties", "uniqueItems")

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+from referencing import Registry
 
 from mrtr_core import jsontext
 from mrtr_core._memo import remember
@@ -50,13 +51,17 @@ class CompiledSchema:
         schema: A JSON Schema (2020-12). It is not copied: do not change it afterwards.
         formats: Whether ``format`` asserts (``jsonschema``'s format checker) instead of
             only annotating, the JSON Schema default.
+        peer: The schema comes from the peer: a ``$ref`` resolves only inside the schema
+            itself, never by retrieving its URI (``jsonschema`` would fetch it over the
+            network, with no time limit); the JSON Schema meta-schemas are still found.
     """
 
-    __slots__ = ("_formats", "_serial", "_validator", "schema")
+    __slots__ = ("_formats", "_peer", "_serial", "_validator", "schema")
 
-    def __init__(self, schema: Any, *, formats: bool = False) -> None:
+    def __init__(self, schema: Any, *, formats: bool = False, peer: bool = False) -> None:
         self.schema = schema
         self._formats = formats
+        self._peer = peer
         self._validator: Draft202012Validator | None = None
         self._serial = next(_SERIALS)  # this schema's entries in the memo, never reused
 
@@ -65,7 +70,12 @@ class CompiledSchema:
         """The ``jsonschema`` validator."""
         if self._validator is None:
             checker = Draft202012Validator.FORMAT_CHECKER if self._formats else None
-            self._validator = Draft202012Validator(self.schema, format_checker=checker)
+            if self._peer:
+                self._validator = Draft202012Validator(
+                    self.schema, format_checker=checker, registry=Registry()
+                )
+            else:
+                self._validator = Draft202012Validator(self.schema, format_checker=checker)
         return self._validator
 
     def is_valid(self, instance: Any) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import urllib.request
 from typing import Any
 
 import pytest
@@ -198,3 +199,22 @@ def test_a_client_with_validation_off_learns_and_checks_nothing() -> None:
                       Complete)
     with pytest.raises(TypeError, match="validate_output"):
         _driver(validate_output=1)
+
+
+@pytest.mark.parametrize("ref", ["http://127.0.0.1:9/schema.json", "https://example.com/s"])
+def test_a_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch, ref: str) -> None:
+    # The server chooses the URI: fetching it would let it make the client open any URL
+    # (with no time limit, on the client's thread or event loop).
+    fetched: list[object] = []
+
+    def urlopen(request: object, *args: object, **kwargs: object) -> object:
+        fetched.append(request)
+        raise OSError("no network in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast={"$ref": ref}))
+    assert schemas.check("forecast", _result({"temp": 1})) is None
+    assert fetched == []
+    assert "cannot be used" in schemas.rejected["forecast"]
+
