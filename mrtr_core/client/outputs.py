@@ -13,11 +13,12 @@ The schemas come from the peer. One that is not a valid JSON Schema 2020-12 (or 
 be used: a ``$ref`` that resolves nowhere or loops forever) is a fault of the listing, not of a
 call: that tool's schema is not remembered (:attr:`OutputSchemas.rejected` says why) and its
 results are not checked. No URI a ``$ref`` names is fetched (the server would choose what the
-client opens, and it would wait for it): such a ``$ref`` fails when used. Nor is a schema used
-whose check the peer could make spin, since it chooses the ``structuredContent`` too: a
-``pattern`` or ``patternProperties`` (a regular expression that backtracks, and Python's ``re``
-has no time limit) or ``uniqueItems`` (pairwise comparisons over a long array of objects) would
-hold the client's thread or event loop past every time limit (forms keep no ``pattern`` either,
+client opens, and it would wait for it): a ``$ref`` or ``$dynamicRef`` that is not a fragment of
+the schema itself (``#...``) is not used either. Nor is a schema whose check the peer could make
+spin, since it chooses the ``structuredContent`` too: a ``pattern`` or ``patternProperties`` (a
+regular expression that backtracks, and Python's ``re`` has no time limit) or ``uniqueItems``
+(pairwise comparisons over a long array of objects) anywhere a reference could lead would hold
+the client's thread or event loop past every time limit (forms keep no ``pattern`` either,
 :mod:`mrtr_core.wire.forms`).
 Their size and depth are those of the listing message, which
 the transport already bounds (``max_bytes``, ``max_depth``); at most ``max_tools`` schemas
@@ -199,7 +200,16 @@ _SUBSCHEMA_MAPS: Final = frozenset({
 
 def _spinning_keyword(schema: JsonObject) -> str | None:
     """The first of :data:`_SPINNING` that a (valid) schema uses as a keyword anywhere in
-    its subschemas (a property merely named ``pattern`` is no keyword), or ``None``."""
+    its subschemas (a property merely named ``pattern`` is no keyword), or ``None``.
+
+    A ``$ref`` or ``$dynamicRef`` may lead anywhere in the schema (under a keyword no
+    validator reads, to a map of properties), so a schema that has one counts every object
+    in it as a subschema; and it may lead out of it by URI, to the JSON Schema meta-schemas
+    (which use ``uniqueItems``): a reference that is not a fragment of the schema itself
+    (``#...``), or an ``$id`` below the root (which would give such a fragment another
+    document), is named instead.
+    """
+    refs = False
     stack: list[Any] = [schema]
     while stack:
         node = stack.pop()
@@ -209,10 +219,40 @@ def _spinning_keyword(schema: JsonObject) -> str | None:
             if keyword in node and node[keyword] is not False:
                 return keyword
         for keyword, value in node.items():
-            if keyword in _SUBSCHEMA:
+            if keyword in _REFS:
+                if not (isinstance(value, str) and value.startswith("#")):
+                    return str(keyword)
+                refs = True
+            elif keyword in _SUBSCHEMA:
                 stack.append(value)
             elif keyword in _SUBSCHEMA_LISTS and isinstance(value, list):
                 stack.extend(value)
             elif keyword in _SUBSCHEMA_MAPS and isinstance(value, dict):
                 stack.extend(value.values())
+    return _referable_keyword(schema) if refs else None
+
+
+_REFS: Final = ("$ref", "$dynamicRef")
+
+
+def _referable_keyword(schema: JsonObject) -> str | None:
+    """What :func:`_spinning_keyword` finds in a schema with a reference: a keyword of
+    :data:`_SPINNING` (with a value that would run) in any object of it, or an ``$id`` in any
+    object but the root."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if (isinstance(node.get("pattern"), str) or node.get("uniqueItems") is True
+                or node.get("patternProperties")):
+            for keyword in _SPINNING:
+                if keyword in node:
+                    return keyword
+        if node is not schema and "$id" in node:
+            return "$id"
+        stack.extend(node.values())
     return None

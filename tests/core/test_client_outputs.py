@@ -9,11 +9,13 @@ import urllib.request
 from typing import Any
 
 import pytest
+from referencing.exceptions import Unresolvable
 
 from mrtr_core.client import ClientFlow, Complete, Fail, ResponseReceived
 from mrtr_core.client.driver import ClientBase
 from mrtr_core.client.outputs import OutputSchemas
 from mrtr_core.errors import LocalProtocolError, StructuredContentError
+from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire import Implementation, RequestMeta
 
 SCHEMA = {"type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}
@@ -99,7 +101,7 @@ def test_an_invalid_schema_from_the_server_is_not_remembered(schema: Any, reason
     assert schemas.check("forecast", _result()) is None
 
 
-@pytest.mark.parametrize("schema", [{"$ref": "#"}, {"$ref": "https://example.com/s"}])
+@pytest.mark.parametrize("schema", [{"$ref": "#"}, {"$ref": "#/$defs/none"}])
 def test_a_schema_that_fails_when_used_is_dropped(schema: Any) -> None:
     schemas = OutputSchemas()
     schemas.learn(_listing(forecast=schema))
@@ -133,6 +135,17 @@ def test_too_deep_a_schema_is_not_remembered(depth: int) -> None:
             "ids": {"type": "array", "items": {"$ref": "#/$defs/id"}}}}, "pattern"),
         ({"anyOf": [{"type": "object"}, {"type": "string", "pattern": "(x+x+)+y"}]},
          "pattern"),
+        # A $ref may lead anywhere in the schema (under a keyword no validator reads, to a
+        # map of properties) or, by URI, to a JSON Schema meta-schema (uniqueItems on
+        # "required"): wherever it could lead counts.
+        ({"$ref": "#/x", "x": {"pattern": "^(a+)+$"}}, "pattern"),
+        ({"$ref": "#/properties", "properties": {"uniqueItems": True}}, "uniqueItems"),
+        ({"$ref": "#a", "examples": [{"$anchor": "a", "patternProperties": {"(a|a)+$": {}}}]},
+         "patternProperties"),
+        ({"$dynamicRef": "#/x", "x": {"uniqueItems": True}}, "uniqueItems"),
+        ({"$ref": "https://json-schema.org/draft/2020-12/meta/validation"}, "$ref"),
+        ({"$defs": {"v": {"$id": "https://json-schema.org/draft/2020-12/meta/validation",
+                          "$ref": "#/$defs/stringArray"}}, "$ref": "#/$defs/v"}, "$id"),
     ],
 )
 def test_a_schema_that_would_run_the_peers_regex_or_a_quadratic_check_is_not_used(
@@ -215,6 +228,17 @@ def test_a_remote_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch, ref: str
     schemas = OutputSchemas()
     schemas.learn(_listing(forecast={"$ref": ref}))
     assert schemas.check("forecast", _result({"temp": 1})) is None
+    assert "$ref" in schemas.rejected["forecast"]
+    with pytest.raises(Unresolvable):  # nor would a schema of the peer's compiled alone
+        CompiledSchema({"$ref": ref}, peer=True).is_valid({"temp": 1})
     assert fetched == []
-    assert "cannot be used" in schemas.rejected["forecast"]
 
+
+
+def test_a_local_ref_to_a_clean_definition_is_used() -> None:
+    schema = {"$id": "https://example.com/out", "$ref": "#/$defs/row", "$defs": {"row": {
+        "type": "object", "properties": {"pattern": {"type": "string"}}}}}
+    schemas = OutputSchemas()
+    schemas.learn(_listing(rows=schema))
+    assert schemas.rejected == {}
+    assert isinstance(schemas.check("rows", _result({"pattern": 5})), StructuredContentError)
