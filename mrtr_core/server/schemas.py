@@ -105,10 +105,10 @@ class CompiledSchema:
         """
         if self.is_valid(instance):
             return None
-        errors = sorted(self.iter_errors(instance), key=lambda e: list(e.path))
-        if not errors:
+        # One violation at a time: a peer's long array of wrong items is as many of them.
+        first = min(self.iter_errors(instance), key=lambda e: list(e.path), default=None)
+        if first is None:
             return None
-        first = errors[0]
         where = _clip("/".join(str(p) for p in first.absolute_path))
         return _clip(first.message) + (f" (at {where})" if where else "")
 

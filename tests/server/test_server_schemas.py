@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -228,3 +229,18 @@ def test_a_problem_quotes_at_most_a_bounded_part_of_the_instance() -> None:
     deep = schema.problem({"x" * 1000: {"y": 5}})
     assert deep is not None and "..." in deep and len(deep) < 500
     assert deep.startswith("5 is not of type 'string' (at xxxx") and deep.endswith("xxxx/y)")
+
+
+def test_a_problem_keeps_one_violation_at_a_time() -> None:
+    # A peer's array of 20,000 wrong items is 20,000 violations: naming the first keeps one
+    # at a time (each is some kilobytes), not all of them (a 4 MiB message held gigabytes).
+    schema = CompiledSchema({"type": "object", "properties": {"a": {"items": {"type": "string"}}}})
+    instance = {"a": [1] * 20_000}
+    tracemalloc.start()
+    try:
+        problem = schema.problem(instance)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problem == "1 is not of type 'string' (at a/0)"
+    assert peak < 2_000_000
