@@ -27,6 +27,7 @@ are remembered.
 
 from __future__ import annotations
 
+import itertools
 import marshal
 from collections.abc import Mapping
 from typing import Any, Final
@@ -53,7 +54,8 @@ class OutputSchemas:
     swaps them in.
 
     Args:
-        max_tools: Most schemas remembered; the oldest are forgotten first.
+        max_tools: Most schemas remembered (and tools whose schema is refused): a listing
+            checks only the last ``max_tools`` schemas it declares; the oldest go first.
     """
 
     def __init__(self, *, max_tools: int = MAX_TOOLS) -> None:
@@ -103,23 +105,29 @@ class OutputSchemas:
         known = {key: compiled for key, compiled in old.values()}
         schemas = dict(old) if page else {}
         rejected = dict(self.rejected) if page else {}
+        declared: dict[str, Any] = {}  # name -> its last listed outputSchema, in list order
         for tool in listed:
             name = tool.get("name") if isinstance(tool, dict) else None
             if type(name) is not str:
                 continue
+            assert isinstance(tool, dict)
             schemas.pop(name, None)
             rejected.pop(name, None)
-            assert isinstance(tool, dict)
-            if "outputSchema" not in tool:
-                continue
-            entry = _compile(tool["outputSchema"], known)
+            declared.pop(name, None)
+            if "outputSchema" in tool:
+                declared[name] = tool["outputSchema"]
+        # Only the last max_tools can be kept (the oldest go first): a listing of many tools
+        # costs the check of that many schemas, not one per tool.
+        for name in itertools.islice(declared, max(0, len(declared) - self.max_tools), None):
+            entry = _compile(declared[name], known)
             if isinstance(entry, str):
                 rejected[name] = entry
                 continue
             schemas[name] = entry
             known[entry[0]] = entry[1]
-            while len(schemas) > self.max_tools:
-                del schemas[next(iter(schemas))]
+        for table in (schemas, rejected):
+            while len(table) > self.max_tools:
+                del table[next(iter(table))]
         self._schemas, self.rejected = schemas, rejected
 
     def check(self, tool: str, result: JsonObject) -> StructuredContentError | None:

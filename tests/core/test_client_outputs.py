@@ -86,6 +86,29 @@ def test_at_most_max_tools_schemas_are_remembered() -> None:
     assert [schemas.schema_for(n) is not None for n in "abc"] == [False, True, True]
 
 
+def test_a_listing_compiles_and_keeps_at_most_max_tools_schemas(monkeypatch: Any) -> None:
+    # A hostile listing of many tools (a 4 MiB message holds about 100,000) costs the
+    # check of at most max_tools schemas, not one per tool, and rejects at most as many.
+    import mrtr_core.client.outputs as outputs
+
+    compiled: list[Any] = []
+    compile_one = outputs._compile
+
+    def counting(schema: Any, known: Any) -> Any:
+        compiled.append(schema)
+        return compile_one(schema, known)
+
+    monkeypatch.setattr(outputs, "_compile", counting)
+    schemas = OutputSchemas(max_tools=2)
+    many = {f"t{i}": {"type": "object", "minProperties": i} for i in range(50)}
+    schemas.learn(_listing(**many))
+    assert len(compiled) == 2
+    assert [n for n in many if schemas.schema_for(n) is not None] == ["t48", "t49"]
+    bad = {f"b{i}": {"type": "nope"} for i in range(50)}
+    schemas.learn(_listing(**bad), page=True)
+    assert len(schemas.rejected) <= 2 and len(compiled) == 4
+
+
 @pytest.mark.parametrize(
     ("schema", "reason"),
     [({"type": "nope"}, "not a valid JSON Schema 2020-12"),
