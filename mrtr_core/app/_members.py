@@ -1,7 +1,7 @@
 """The optional members of the schema's small shared objects (schema.ts: ``Annotations``,
-``Icon``, a ``ResourceLink``'s ``Resource`` members, ``_meta``), checked alike where a
-handler's result carries them (:mod:`~mrtr_core.app.results`) and where a definition
-declares them (:mod:`~mrtr_core.app.registry`).
+``Icon``, ``ToolAnnotations``, a ``ResourceLink``'s ``Resource`` members, ``_meta``), checked
+alike where a handler's result carries them (:mod:`~mrtr_core.app.results`) and where a
+definition declares them (:mod:`~mrtr_core.app.registry`).
 
 Each member, when given, is of its type, or a client checking the schema refuses the whole
 result (or list) that carries it.
@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
-__all__ = ["ANNOTATIONS", "ICON", "LINK", "META", "Member", "failing_member", "of_kind"]
+__all__ = [
+    "ANNOTATIONS", "ICON", "LINK", "META", "TOOL_ANNOTATIONS", "Member", "failing_member",
+    "of_kind",
+]
 
 
 class Member(NamedTuple):
@@ -46,6 +49,10 @@ def _is_audience(value: Any) -> bool:
     return isinstance(value, list) and all(role in ("user", "assistant") for role in value)
 
 
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
 def _is_texts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
@@ -72,6 +79,14 @@ LINK: Final[Mapping[str, Member]] = {
     "description": Member(_is_text, "a string", str),
     "mimeType": Member(_is_text, "a string", str),
     "size": Member(_is_integer, "an integer", int),
+}
+
+
+# ToolAnnotations (where a tool is declared): title is a string, the hints are booleans.
+TOOL_ANNOTATIONS: Final[Mapping[str, Member]] = {
+    "title": Member(_is_text, "a string", str),
+    **{hint: Member(_is_bool, "True or False", bool) for hint in (
+        "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")},
 }
 
 

@@ -20,7 +20,15 @@ import attrs
 import jsonschema
 
 from mrtr_core._checks import flag, instance_of, optional_text
-from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, Member, failing_member, of_kind
+from mrtr_core.app._members import (
+    ANNOTATIONS,
+    ICON,
+    LINK,
+    TOOL_ANNOTATIONS,
+    Member,
+    failing_member,
+    of_kind,
+)
 from mrtr_core.app.results import tool_result
 from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema
@@ -65,35 +73,13 @@ _SIMPLE_TYPES: Final[Mapping[Any, JsonObject]] = {
 }
 
 
-# ToolAnnotations (schema.ts): every member is optional; title is a string, the hints are
-# booleans. A member of another name is refused too: a misspelt hint would be dropped by
-# every client without a word.
-_TOOL_ANNOTATIONS: Final[Mapping[str, tuple[type, str]]] = {
-    "title": (str, "a string"),
-    "readOnlyHint": (bool, "True or False"),
-    "destructiveHint": (bool, "True or False"),
-    "idempotentHint": (bool, "True or False"),
-    "openWorldHint": (bool, "True or False"),
-}
-
-
 def _tool_annotations(tool: str, annotations: Any) -> JsonObject | None:
     """A copy of the ``annotations`` given to ``@app.tool`` (``None`` for none), each member
     a ``ToolAnnotations`` member of its type; ``ValueError``/``TypeError`` naming it."""
     if annotations is None:
         return None
-    instance_of(f"tool {tool!r}: annotations", annotations, Mapping,
-                "a mapping of ToolAnnotations members or None")
-    out: JsonObject = {}
-    for member, value in annotations.items():
-        expected = _TOOL_ANNOTATIONS.get(member) if isinstance(member, str) else None
-        if expected is None:
-            raise ValueError(f"tool {tool!r}: annotations member {member!r} is not one of "
-                             f"{', '.join(_TOOL_ANNOTATIONS)}")
-        kind, what = expected
-        instance_of(f"tool {tool!r}: annotations {member}", value, kind, what)
-        out[member] = value
-    return out
+    return _declared_members(f"tool {tool!r}: annotations", annotations, TOOL_ANNOTATIONS,
+                             "a mapping of ToolAnnotations members or None")
 
 
 def _declared_members(
@@ -197,6 +183,11 @@ def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
         raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
 
 
+def _given(members: JsonObject) -> JsonObject:
+    """A definition's wire object: ``members`` without those not given (``None``), in order."""
+    return {name: value for name, value in members.items() if value is not None}
+
+
 def _check_not_generator(handler: Callable[..., Any], what: str) -> None:
     """Refuse a generator function: calling it runs none of its code, and the generator it
     gives is no result (a resumable handler is re-run from the top, it never yields)."""
@@ -280,13 +271,8 @@ class PromptArgument:
 
     def to_wire(self) -> JsonObject:
         """The ``PromptArgument`` wire object (``title`` only when given)."""
-        out: JsonObject = {"name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.description is not None:
-            out["description"] = self.description
-        out["required"] = self.required
-        return out
+        return _given({"name": self.name, "title": self.title,
+                       "description": self.description, "required": self.required})
 
 
 def derive_prompt_arguments(handler: Callable[..., Any]) -> tuple[PromptArgument, ...]:
@@ -472,21 +458,12 @@ class ToolDef:
     def to_wire(self) -> JsonObject:
         """The ``Tool`` wire object (``title``, ``icons``, ``outputSchema``,
         ``annotations`` and ``_meta`` only when given)."""
-        out: JsonObject = {"name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.icons is not None:
-            out["icons"] = self.icons
-        if self.description is not None:
-            out["description"] = self.description
-        out["inputSchema"] = self.input_schema
-        if self.output_schema is not None:
-            out["outputSchema"] = self.output_schema
-        if self.annotations is not None:
-            out["annotations"] = self.annotations
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
+        return _given({
+            "name": self.name, "title": self.title, "icons": self.icons,
+            "description": self.description, "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema, "annotations": self.annotations,
+            "_meta": self.meta,
+        })
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
         """Why these arguments do not fit the schema or the handler, or ``None``."""
@@ -566,17 +543,11 @@ class PromptDef:
     def to_wire(self) -> JsonObject:
         """The ``Prompt`` wire object (``title``, ``icons`` and ``_meta`` only when
         given)."""
-        out: JsonObject = {"name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.icons is not None:
-            out["icons"] = self.icons
-        if self.description is not None:
-            out["description"] = self.description
-        out["arguments"] = [a.to_wire() for a in self.arguments]
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
+        return _given({
+            "name": self.name, "title": self.title, "icons": self.icons,
+            "description": self.description,
+            "arguments": [a.to_wire() for a in self.arguments], "_meta": self.meta,
+        })
 
     def select_arguments(self, arguments: Mapping[str, str]) -> dict[str, str] | str:
         """The keyword arguments for the handler, or why the request's arguments are wrong
@@ -619,9 +590,8 @@ def _prompt_argument(
 ) -> PromptArgument:
     """One declared argument of ``prompt``: a ``PromptArgument``, a name (required), or a
     ``{"name", "title", "description", "required"}`` mapping (no other member); anything
-    else is refused. A
-    ``PromptArgument`` is checked as the mapping of its fields is: they go on the wire as
-    they are (``prompts/list``)."""
+    else is refused. A ``PromptArgument`` is checked as the mapping of its fields is: they
+    go on the wire as they are (``prompts/list``)."""
     if isinstance(value, PromptArgument):
         value = {"name": value.name, "title": value.title,
                  "description": value.description, "required": value.required}
@@ -676,22 +646,11 @@ class ResourceDef:
     def to_wire(self) -> JsonObject:
         """The ``Resource`` wire object (``title``, ``icons``, ``annotations``, ``size``
         and ``_meta`` only when given)."""
-        out: JsonObject = {"uri": self.uri, "name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.icons is not None:
-            out["icons"] = self.icons
-        if self.description is not None:
-            out["description"] = self.description
-        if self.mime_type is not None:
-            out["mimeType"] = self.mime_type
-        if self.annotations is not None:
-            out["annotations"] = self.annotations
-        if self.size is not None:
-            out["size"] = self.size
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
+        return _given({
+            "uri": self.uri, "name": self.name, "title": self.title, "icons": self.icons,
+            "description": self.description, "mimeType": self.mime_type,
+            "annotations": self.annotations, "size": self.size, "_meta": self.meta,
+        })
 
 
 @attrs.frozen(kw_only=True)
@@ -736,20 +695,11 @@ class ResourceTemplateDef:
     def to_wire(self) -> JsonObject:
         """The ``ResourceTemplate`` wire object (``title``, ``icons``, ``annotations`` and
         ``_meta`` only when given)."""
-        out: JsonObject = {"uriTemplate": self.uri_template, "name": self.name}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.icons is not None:
-            out["icons"] = self.icons
-        if self.description is not None:
-            out["description"] = self.description
-        if self.mime_type is not None:
-            out["mimeType"] = self.mime_type
-        if self.annotations is not None:
-            out["annotations"] = self.annotations
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
+        return _given({
+            "uriTemplate": self.uri_template, "name": self.name, "title": self.title,
+            "icons": self.icons, "description": self.description, "mimeType": self.mime_type,
+            "annotations": self.annotations, "_meta": self.meta,
+        })
 
 
 def resource_uri_problem(uri: str) -> str | None:
