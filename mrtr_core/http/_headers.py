@@ -25,6 +25,7 @@ from mrtr_core.errors import (
     RemoteProtocolError,
 )
 from mrtr_core.jsonrpc import Notification, Request, RequestId
+from mrtr_core.wire.models import PROTOCOL_VERSION
 
 __all__ = [
     "HEADER_ACCEPT",
@@ -299,11 +300,15 @@ def _body_protocol_version(params: Mapping[str, Any] | None) -> str | None:
 def request_headers(message: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The MCP headers a client puts on the POST carrying ``message`` (§3.3 items 3-5).
 
-    ``MCP-Protocol-Version`` comes from the body's ``_meta`` protocol version (when the body
-    has one), ``Mcp-Method`` from ``method``, ``Mcp-Name`` from ``params.name``/``params.uri``
-    for the three named methods, Base64-encoded when needed. Only ``Mcp-Name`` (and
-    ``Mcp-Param-*``) values have a Base64 form (§ Value Encoding): servers compare the
-    other two as they are.
+    ``MCP-Protocol-Version`` comes from the body's ``_meta`` protocol version when the body
+    has one; a notification without one names the revision this client speaks, since every
+    POST carries the header (§ Protocol Version Header) and a notification's body need not
+    name a version (basic/index.mdx § Per-request protocol fields are for requests). A
+    request without one gets no version header: the header mirrors the body, and the
+    server answers such a request as malformed. ``Mcp-Method`` comes from ``method`` (on
+    notifications too), ``Mcp-Name`` from ``params.name``/``params.uri`` for the three named
+    methods, Base64-encoded when needed. Only ``Mcp-Name`` (and ``Mcp-Param-*``) values have
+    a Base64 form (§ Value Encoding): servers compare the other two as they are.
 
     Raises:
         LocalProtocolError: The method or protocol version cannot travel as a header value
@@ -314,6 +319,8 @@ def request_headers(message: Mapping[str, Any]) -> list[tuple[str, str]]:
     params = params if isinstance(params, dict) else None
     headers: list[tuple[str, str]] = []
     version = _body_protocol_version(params)
+    if version is None and "id" not in message:
+        version = PROTOCOL_VERSION
     if version is not None:
         headers.append((HEADER_PROTOCOL_VERSION, _sendable(version, HEADER_PROTOCOL_VERSION)))
     if isinstance(method, str):

@@ -119,9 +119,29 @@ def test_request_headers_for_a_tool_call():
     ]
 
 
-def test_request_headers_without_meta_omit_the_version():
+def test_request_headers_of_a_notification_without_meta_name_the_client_s_version():
+    # Every POST carries MCP-Protocol-Version (§ Protocol Version Header); a notification
+    # need not name a version in its body, so the header names the revision the client speaks.
     assert request_headers({"jsonrpc": "2.0", "method": "notifications/cancelled"}) == [
-        ("Mcp-Method", "notifications/cancelled")
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "notifications/cancelled"),
+    ]
+
+
+def test_request_headers_of_a_notification_mirror_the_version_its_body_names():
+    note = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}
+    assert request_headers(note) == [
+        ("MCP-Protocol-Version", "2099-01-01"),
+        ("Mcp-Method", "notifications/x"),
+    ]
+
+
+def test_request_headers_of_a_request_without_meta_omit_the_version():
+    # A request's header mirrors its body's _meta version: without one the server answers
+    # the request as malformed, and no header claims a version the body does not.
+    assert request_headers({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) == [
+        ("Mcp-Method", "tools/list")
     ]
 
 

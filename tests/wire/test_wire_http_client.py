@@ -336,6 +336,14 @@ def test_oversize_json_body_is_refused():
         events_for(client, response_bytes(200, "application/json", body))
 
 
+def test_notification_carries_the_version_and_method_headers():
+    # MCP-Protocol-Version on every POST (§ Protocol Version Header), and Mcp-Method, which
+    # servers that check it on notifications compare with the body.
+    _, headers, _ = sent_request({"jsonrpc": "2.0", "method": "notifications/cancelled"})
+    assert headers["mcp-protocol-version"] == "2026-07-28"
+    assert headers["mcp-method"] == "notifications/cancelled"
+
+
 def test_notification_gets_accepted():
     client = HttpClientConnection(ENDPOINT)
     client.send_request({"jsonrpc": "2.0", "method": "notifications/cancelled"})
