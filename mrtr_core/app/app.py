@@ -79,8 +79,8 @@ from mrtr_core.wire.converter import META_SERVER_INFO, structure_params, structu
 from mrtr_core.wire.models import (
     CALL_TOOL,
     GET_PROMPT,
-    PROTOCOL_VERSION,
     READ_RESOURCE,
+    SUPPORTED_VERSIONS,
     CallToolParams,
     GetPromptParams,
     JsonObject,
@@ -92,8 +92,6 @@ from mrtr_core.wire.models import (
 __all__ = ["REMOVED_METHODS", "SUPPORTED_VERSIONS", "App"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
 
 # Methods 2026-07-28 removed (SEP-2575; digest §3.2): answered -32601 / 404 like an unknown
 # method, but before _meta is checked (a legacy client sends none), naming them as removed.

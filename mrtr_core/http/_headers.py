@@ -358,17 +358,31 @@ def _plain(raw: bytes, name: str, request_id: RequestId | None) -> str:
     return raw.decode("ascii")
 
 
+def _missing(name: str, request_id: RequestId | None) -> HeaderMismatchError:
+    return HeaderMismatchError(f"{name} header is missing", header=name, request_id=request_id)
+
+
+def _mismatch(
+    name: str, sent: str, body: str, request_id: RequestId | None
+) -> HeaderMismatchError:
+    return HeaderMismatchError(
+        f"{name} header value {sent!r} does not match body value {body!r}",
+        header=name,
+        request_id=request_id,
+    )
+
+
 def validate_request_headers(
     message: Request | Notification, headers: Mapping[str, list[bytes]]
 ) -> None:
     """Check the MCP request headers against the body (§3.3, § Server Validation).
 
-    For a request: ``MCP-Protocol-Version`` and ``Mcp-Method`` must be present, and ``Mcp-Name``
-    for ``tools/call``, ``prompts/get`` and ``resources/read``; each must equal its body value
-    (``Mcp-Name`` after Base64 decoding). A body without a readable ``_meta`` protocol version
-    or ``name``/``uri`` is left to params validation (-32602, digest §3.5 step 3). For a
-    notification the spec defines no header requirements, so only headers that are present
-    are compared.
+    ``MCP-Protocol-Version`` must be present on every POST, a notification's too. For a
+    request ``Mcp-Method`` must be present as well, and ``Mcp-Name`` for ``tools/call``,
+    ``prompts/get`` and ``resources/read``. Each header that is present must equal its body
+    value (``Mcp-Name`` after Base64 decoding). A body without a readable ``_meta`` protocol
+    version or ``name``/``uri`` is left to params validation (-32602, digest §3.5 step 3).
+    Whether the version is one the server speaks is not checked here.
 
     Args:
         message: The classified body.
@@ -382,47 +396,35 @@ def validate_request_headers(
 
     raw_version = _single(headers, HEADER_PROTOCOL_VERSION, rid)
     if raw_version is None:
-        if required:
-            raise HeaderMismatchError(
-                f"{HEADER_PROTOCOL_VERSION} header is missing",
-                header=HEADER_PROTOCOL_VERSION,
-                request_id=rid,
-            )
-    else:
-        header_version = _plain(raw_version, HEADER_PROTOCOL_VERSION, rid)
-        body_version = _body_protocol_version(message.params)
-        if body_version is not None and header_version != body_version:
-            raise HeaderMismatchError(
-                f"{HEADER_PROTOCOL_VERSION} header value {header_version!r} does not match "
-                f"body value {body_version!r}",
-                header=HEADER_PROTOCOL_VERSION,
-                request_id=rid,
-            )
+        # "Every POST request to the MCP endpoint MUST include an MCP-Protocol-Version
+        # header" (§ Protocol Version Header), and a server that does not serve clients older
+        # than 2025-06-18 MUST refuse one without it. The 2026-07-28 transport page leaves
+        # other header rules for notification POSTs undefined (§ Sending Messages, note), and
+        # both official SDK clients send this header on them: it is required of a
+        # notification too, Mcp-Method only of a request (§ Standard Request Headers).
+        raise _missing(HEADER_PROTOCOL_VERSION, rid)
+    header_version = _plain(raw_version, HEADER_PROTOCOL_VERSION, rid)
+    body_version = _body_protocol_version(message.params)
+    if body_version is not None and header_version != body_version:
+        raise _mismatch(HEADER_PROTOCOL_VERSION, header_version, body_version, rid)
 
+    # A notification's Mcp-Method, when sent, must match its body all the same (§ Server
+    # Validation): a router reading the header must not see another method than the server.
     raw_method = _single(headers, HEADER_MCP_METHOD, rid)
     if raw_method is None:
         if required:
-            raise HeaderMismatchError(
-                f"{HEADER_MCP_METHOD} header is missing", header=HEADER_MCP_METHOD, request_id=rid
-            )
+            raise _missing(HEADER_MCP_METHOD, rid)
     else:
         header_method = _plain(raw_method, HEADER_MCP_METHOD, rid)
         if header_method != message.method:
-            raise HeaderMismatchError(
-                f"{HEADER_MCP_METHOD} header value {header_method!r} does not match body value "
-                f"{message.method!r}",
-                header=HEADER_MCP_METHOD,
-                request_id=rid,
-            )
+            raise _mismatch(HEADER_MCP_METHOD, header_method, message.method, rid)
 
     if message.method not in NAMED_METHODS:
         return
     raw_name = _single(headers, HEADER_MCP_NAME, rid)
     if raw_name is None:
         if required:
-            raise HeaderMismatchError(
-                f"{HEADER_MCP_NAME} header is missing", header=HEADER_MCP_NAME, request_id=rid
-            )
+            raise _missing(HEADER_MCP_NAME, rid)
         return
     try:
         header_name = decode_header_value(raw_name, header=HEADER_MCP_NAME)
@@ -431,12 +433,7 @@ def validate_request_headers(
         raise
     body_name = name_of(message.method, message.params)
     if body_name is not None and header_name != body_name:
-        raise HeaderMismatchError(
-            f"{HEADER_MCP_NAME} header value {header_name!r} does not match body value "
-            f"{body_name!r}",
-            header=HEADER_MCP_NAME,
-            request_id=rid,
-        )
+        raise _mismatch(HEADER_MCP_NAME, header_name, body_name, rid)
 
 
 _NAMES: dict[bytes, str] = {}

@@ -3,16 +3,17 @@
 Bytes in (:meth:`HttpServerConnection.receive_data`), events out
 (:meth:`HttpServerConnection.next_event`), bytes to write from
 :meth:`HttpServerConnection.data_to_send`. The connection answers everything that is not a
-valid MCP POST by itself (404, 405, 403, 406, 413, 415, 400 with -32700/-32600/-32020) and
-stays usable for the next request when HTTP allows; only a request that passed every check
-reaches the application as :class:`MessageReceived`, and the application's answer goes back
-through :meth:`HttpServerConnection.send_reply`.
+valid MCP POST by itself (404, 405, 403, 406, 413, 415, 400 with -32700, -32600, -32020 or
+-32022) and stays usable for the next request when HTTP allows; only a request that passed
+every check reaches the application as :class:`MessageReceived`, and the application's answer
+goes back through :meth:`HttpServerConnection.send_reply`.
 
 Check order (digest §3.5 steps 1-2; the HTTP-level checks come first because they need no
 body): path (404), method (405), ``Origin`` (403), ``Content-Length`` (413), ``Accept`` (406),
 ``Content-Type`` and ``Content-Encoding`` (415); then the body: JSON (-32700), JSON-RPC shape
 (-32600), headers against body (-32020), including ``Mcp-Param-*`` when a tool schema lookup
-is given.
+is given; for a notification, which the application only acknowledges, also whether its
+``MCP-Protocol-Version`` is one this server speaks (-32022).
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ import h11
 
 from mrtr_core import jsonrpc
 from mrtr_core._checks import positive_int_field
-from mrtr_core.errors import INVALID_REQUEST, LocalProtocolError, MrtrError, RemoteProtocolError
+from mrtr_core.errors import (
+    INVALID_REQUEST,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    LocalProtocolError,
+    MrtrError,
+    RemoteProtocolError,
+)
 from mrtr_core.http._headers import (
     HEADER_ACCEPT,
     HEADER_CONTENT_TYPE,
     HEADER_ORIGIN,
+    HEADER_PROTOCOL_VERSION,
     SSE_MEDIA_TYPE,
     HeaderMismatchError,
     accepts_json_and_sse,
@@ -45,6 +53,7 @@ from mrtr_core.http._headers import (
 from mrtr_core.http._params import cached_param_header_paths, check_param_headers
 from mrtr_core.http._sse import encode_sse_event
 from mrtr_core.jsonrpc import NEED_DATA, NeedDataType, Notification, Request, RequestId
+from mrtr_core.wire.models import SUPPORTED_VERSIONS
 
 __all__ = [
     "LINGER_MAX_BYTES",
@@ -132,6 +141,7 @@ class HttpRequestError(RemoteProtocolError):
     Attributes:
         status: The HTTP status sent back.
         request_id: The JSON-RPC id, when the body was read far enough to know it.
+        data: The JSON-RPC error's ``data``, if it has one.
     """
 
     def __init__(
@@ -141,10 +151,12 @@ class HttpRequestError(RemoteProtocolError):
         status: int,
         jsonrpc_code: int = INVALID_REQUEST,
         request_id: RequestId | None = None,
+        data: Any = None,
     ) -> None:
         super().__init__(message, jsonrpc_code=jsonrpc_code)
         self.status = status
         self.request_id = request_id
+        self.data = data
 
 
 @attrs.frozen(kw_only=True)
@@ -217,6 +229,28 @@ def _target_path(target: bytes) -> str:
         slash = rest.find(b"/")
         target = rest[slash:] if slash >= 0 else b"/"
     return target.split(b"?", 1)[0].decode("ascii", "replace")
+
+
+def _unspoken_version(headers: Mapping[str, list[bytes]]) -> HttpRequestError | None:
+    """The refusal of a notification whose ``MCP-Protocol-Version`` names a revision this
+    server does not speak (400, -32022, no id), or ``None``.
+
+    A request's version is checked with its ``_meta`` (which its header equals) after the
+    headers; a notification's body need not name one, so its header is checked here: a
+    server MUST answer a version it does not implement with 400 and an
+    UnsupportedProtocolVersionError listing its versions (§ Protocol Version Header), and a
+    refused notification's error has no id (§ Sending Messages item 5). Call it after
+    :func:`validate_request_headers`, which ensures one plain value.
+    """
+    version = headers[HEADER_PROTOCOL_VERSION.lower()][0].decode("ascii")
+    if version in SUPPORTED_VERSIONS:
+        return None
+    return HttpRequestError(
+        "Unsupported protocol version",
+        status=400,
+        jsonrpc_code=UNSUPPORTED_PROTOCOL_VERSION,
+        data={"supported": list(SUPPORTED_VERSIONS), "requested": version},
+    )
 
 
 def _head_size(request: h11.Request) -> int:
@@ -540,6 +574,10 @@ class HttpServerConnection:
                     str(exc), status=400, jsonrpc_code=exc.jsonrpc_code, request_id=exc.request_id
                 )
             )
+        if isinstance(parsed, Notification):
+            refused = _unspoken_version(headers)
+            if refused is not None:
+                return self._reject(refused)
         self._body = []
         self._awaiting_reply = True
         return MessageReceived(
@@ -568,7 +606,7 @@ class HttpServerConnection:
 
     def _error_body(self, error: HttpRequestError) -> bytes:
         return jsonrpc.encode(
-            jsonrpc.error_response(error.request_id, error.jsonrpc_code, str(error))
+            jsonrpc.error_response(error.request_id, error.jsonrpc_code, str(error), error.data)
         )
 
     def _reject(self, error: HttpRequestError) -> RequestRejected:

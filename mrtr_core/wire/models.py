@@ -24,6 +24,7 @@ __all__ = [
     "RESULT_TYPE_INPUT_REQUIRED",
     "ROOTS_LIST",
     "SAMPLING_CREATE_MESSAGE",
+    "SUPPORTED_VERSIONS",
     "CallToolParams",
     "ClientCapabilities",
     "CreateMessageRequest",
@@ -51,6 +52,8 @@ __all__ = [
 JsonObject: TypeAlias = dict[str, Any]
 
 PROTOCOL_VERSION: Final = "2026-07-28"
+SUPPORTED_VERSIONS: Final = (PROTOCOL_VERSION,)
+"""The protocol revisions a server built on mrtr speaks (named in -32022's ``supported``)."""
 
 # Methods that may answer input_required (digest §1.4, mrtr.mdx § Supported Requests).
 CALL_TOOL: Final = "tools/call"

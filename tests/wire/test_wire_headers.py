@@ -177,3 +177,14 @@ def test_mismatch_error_names_the_header_and_carries_the_id():
         )
     assert info.value.header == "Mcp-Name"
     assert info.value.request_id == 12
+
+
+def test_a_notification_needs_the_protocol_version_header_only():
+    # Every POST carries MCP-Protocol-Version (§ Protocol Version Header); Mcp-Method is
+    # required on requests only (§ Standard Request Headers), so a notification may omit it.
+    parsed = jsonrpc.parse_request({"jsonrpc": "2.0", "method": "notifications/x"})
+    validate_request_headers(parsed, headers_of([("MCP-Protocol-Version", "2026-07-28")]))
+    with pytest.raises(HeaderMismatchError) as info:
+        validate_request_headers(parsed, headers_of([("Mcp-Method", "notifications/x")]))
+    assert info.value.header == "MCP-Protocol-Version"
+    assert info.value.request_id is None

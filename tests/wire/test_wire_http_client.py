@@ -526,6 +526,18 @@ def test_keep_alive_reuses_one_connection_for_many_requests():
         assert client.ready
 
 
+@pytest.mark.parametrize(
+    "note",
+    [{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+     {"jsonrpc": "2.0", "method": "notifications/x", "params": {"_meta": {
+         "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}],
+)
+def test_our_server_accepts_our_client_s_notification(note):
+    client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
+    [event] = events_for(client, serve(server, client.send_request(note)).out)
+    assert event == NotificationAccepted(status=202)
+
+
 def test_server_rejection_reaches_the_client_as_a_response():
     client, server = HttpClientConnection(ENDPOINT), HttpServerConnection()
     data = client.send_request(call_tool("echo", 1)).replace(b"Mcp-Name: echo", b"Mcp-Name: ohce")

@@ -45,10 +45,22 @@ def test_valid_post_reaches_the_app_and_gets_json_200():
 def test_notification_gets_202_without_body():
     client, server = RawClient(), HttpServerConnection()
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
-    exchange, resp = one(client, server, client.post(note, mcp_headers("x", None)[:3]))
+    headers = mcp_headers("notifications/cancelled", None)
+    exchange, resp = one(client, server, client.post(note, headers))
     assert exchange.received[0].request_id is None
     assert resp.status == 202
     assert resp.body == b""
+
+
+def test_notification_without_mcp_method_gets_202():
+    # Mcp-Method is required on requests only (§ Standard Request Headers), and the official
+    # TypeScript client sends none on a notification: only a present one is compared.
+    client, server = RawClient(), HttpServerConnection()
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    headers = [h for h in mcp_headers("notifications/cancelled", None) if h[0] != "Mcp-Method"]
+    exchange, resp = one(client, server, client.post(note, headers))
+    assert [e.request_id for e in exchange.received] == [None]
+    assert (resp.status, resp.body) == (202, b"")
 
 
 def test_notification_with_mismatched_mcp_method_is_refused():
@@ -57,6 +69,54 @@ def test_notification_with_mismatched_mcp_method_is_refused():
     _, resp = one(client, server, client.post(note, mcp_headers("tools/call", None)))
     assert (resp.status, resp.json()["error"]["code"]) == (400, -32020)
     assert "id" not in resp.json()
+
+
+def test_notification_without_protocol_version_is_refused():
+    client, server = RawClient(), HttpServerConnection()
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    headers = [
+        h for h in mcp_headers("notifications/cancelled", None) if h[0] != "MCP-Protocol-Version"
+    ]
+    exchange, resp = one(client, server, client.post(note, headers))
+    assert not exchange.received
+    assert (resp.status, resp.json()["error"]["code"]) == (400, -32020)
+    assert "MCP-Protocol-Version header is missing" in resp.json()["error"]["message"]
+    assert "id" not in resp.json()
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2099-01-01", "latest"])
+def test_notification_at_a_version_the_server_does_not_speak_is_refused(version):
+    client, server = RawClient(), HttpServerConnection()
+    note = {"jsonrpc": "2.0", "method": "notifications/x"}
+    exchange, resp = one(client, server, client.post(note, mcp_headers("notifications/x", None,
+                                                                        version)))
+    assert not exchange.received
+    assert resp.status == 400
+    assert resp.json() == {
+        "jsonrpc": "2.0",
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": version},
+        },
+    }
+
+
+def test_notification_whose_body_names_another_version_than_its_header_is_refused():
+    client, server = RawClient(), HttpServerConnection()
+    note = {"jsonrpc": "2.0", "method": "notifications/x",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}}}
+    _, resp = one(client, server, client.post(note, mcp_headers("notifications/x", None)))
+    assert (resp.status, resp.json()["error"]["code"]) == (400, -32020)
+    assert "id" not in resp.json()
+
+
+def test_the_connection_serves_on_after_refusing_a_notification():
+    client, server = RawClient(), HttpServerConnection()
+    note = {"jsonrpc": "2.0", "method": "notifications/x"}
+    one(client, server, client.post(note, mcp_headers("notifications/x", None, "2099-01-01")))
+    _, resp = one(client, server, client.post(call_tool("echo", 2)))
+    assert (resp.status, resp.json()["id"]) == (200, 2)
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "HEAD", "OPTIONS"])
