@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import subprocess
 import sys
@@ -209,6 +210,31 @@ def run_asyncio(kind: str, url: str, command: Sequence[str]) -> Outcome:
 RUNNERS: dict[str, Callable[[str, str, Sequence[str]], Outcome]] = {
     "sync": run_sync, "trio": run_trio, "asyncio": run_asyncio,
 }
+
+NOTIFICATION: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/interop"}
+"""A notification without _meta (none is required of one): its POST carries the headers the
+client adds by itself."""
+
+
+def notify_over_http(runtime: str, url: str) -> None:
+    """POST :data:`NOTIFICATION` with ``runtime``'s HTTP transport; raises if it is refused
+    (``mrtr_core.http.HttpStatusError``)."""
+    if runtime == "sync":
+        from mrtr_sync.http_client import HttpTransport
+
+        with HttpTransport(url) as transport:
+            transport.notify(NOTIFICATION)
+        return
+    package: Any = importlib.import_module(f"mrtr_{runtime}.http_client")
+
+    async def main() -> None:
+        async with package.HttpTransport(url) as transport:
+            await transport.notify(NOTIFICATION)
+
+    if runtime == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())
 
 
 

@@ -2,7 +2,8 @@
 
 1. mrtr's client (sync, trio, asyncio) against a server written with the SDK
    (``peers/sdk_server.py``): elicitation, sampling and roots inputs, three of them in one
-   round, three rounds in a row, a prompt and a resource template that ask too.
+   round, three rounds in a row, a prompt and a resource template that ask too; and a
+   notification POST it accepts.
 2. The SDK's client (``peers/sdk_client.py``, its automatic MRTR loop) against mrtr's server
    (``peers/mrtr_app.py``, served by each runtime's adapter), same cases.
 """
@@ -20,6 +21,7 @@ from interop_helpers import (
     TRANSPORTS,
     check_our_client,
     check_peer_client,
+    notify_over_http,
     our_http_server,
     our_stdio_server,
     run_peer_client,
@@ -43,6 +45,12 @@ def sdk_http_url() -> Iterator[str]:
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_our_client_against_sdk_server(runtime: str, kind: str, sdk_http_url: str) -> None:
     check_our_client(RUNNERS[runtime](kind, sdk_http_url, SDK_STDIO))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_sdk_server_accepts_our_notification(runtime: str, sdk_http_url: str) -> None:
+    # Its POST carries MCP-Protocol-Version, which the SDK's 2026-07-28 entry checks.
+    notify_over_http(runtime, sdk_http_url)
 
 
 # --- the SDK's client against mrtr's server ------------------------------------------------------

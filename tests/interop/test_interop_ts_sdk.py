@@ -4,10 +4,11 @@
 1. mrtr's client (sync, trio, asyncio) against a server written with the SDK
    (``ts/server.mjs``, its ``inputRequired`` results and its HMAC ``requestState`` codec):
    elicitation, sampling and roots inputs, three of them in one round, three rounds in a row
-   carrying state, a prompt and a resource template that ask too.
+   carrying state, a prompt and a resource template that ask too; and a notification POST it
+   accepts.
 2. The SDK's client (``ts/client.mjs``, its automatic ``input_required`` loop, pinned to
    2026-07-28) against mrtr's server (``peers/mrtr_app.py``, served by each runtime's adapter),
-   same cases.
+   same cases, and a notification the server accepts.
 
 ``scripts/ts_sdk.sh`` installs Node 22 and the pinned packages from the npm registry into the
 cache folder (``scripts/test.sh`` runs it too).
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop_helpers import (
@@ -28,6 +30,7 @@ from interop_helpers import (
     TRANSPORTS,
     check_our_client,
     check_peer_client,
+    notify_over_http,
     our_http_server,
     our_stdio_server,
     run_peer_client,
@@ -76,16 +79,27 @@ def test_our_client_against_ts_sdk_server(
     check_our_client(RUNNERS[runtime](kind, ts_http_url, [ts.node, ts.server, "stdio"]))
 
 
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_ts_sdk_server_accepts_our_notification(runtime: str, ts_http_url: str) -> None:
+    notify_over_http(runtime, ts_http_url)
+
+
 # --- the SDK's client against mrtr's server ------------------------------------------------------
+
+
+def check_ts_client(results: dict[str, Any]) -> None:
+    """The SDK's client got every case right, and its notification was accepted (on HTTP
+    its POST carries MCP-Protocol-Version and no Mcp-Method)."""
+    assert results.pop("notify") == "accepted"
+    check_peer_client(results, "ts", TS_ROOT)
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_ts_sdk_client_against_our_http_server(runtime: str, ts: Peers) -> None:
     with our_http_server(runtime) as url:
-        check_peer_client(run_peer_client([ts.node, ts.client, "http", url]), "ts", TS_ROOT)
+        check_ts_client(run_peer_client([ts.node, ts.client, "http", url]))
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_ts_sdk_client_against_our_stdio_server(runtime: str, ts: Peers) -> None:
-    results = run_peer_client([ts.node, ts.client, "stdio", *our_stdio_server(runtime)])
-    check_peer_client(results, "ts", TS_ROOT)
+    check_ts_client(run_peer_client([ts.node, ts.client, "stdio", *our_stdio_server(runtime)]))

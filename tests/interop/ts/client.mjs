@@ -1,12 +1,15 @@
 // A client written with the official TypeScript SDK v2 (@modelcontextprotocol/client): the
 // peer mrtr's servers are tested against. The same cases as ../peers/sdk_client.py, through
 // the SDK's automatic input_required loop (its elicitation, sampling and roots handlers
-// answer), on the 2026-07-28 revision (pinned: no fallback to the 2025 handshake).
+// answer), on the 2026-07-28 revision (pinned: no fallback to the 2025 handshake); then a
+// notification (the Python SDK's client drops a refused one without a word, so only this
+// peer can tell).
 //
 //   node client.mjs http URL
 //   node client.mjs stdio COMMAND [ARG ...]     (launches the server itself)
 //
-// Prints one JSON line: case name -> the text of the result, or {"error": ...}.
+// Prints one JSON line: case name -> the text of the result (or "accepted" for the
+// notification), or {"error": ...}.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
@@ -53,7 +56,12 @@ try {
         gather: async () => textOf(await client.callTool({ name: 'gather', arguments: {} })),
         three_rounds: async () => textOf(await client.callTool({ name: 'three_rounds', arguments: {} })),
         briefing: async () => textOf(await client.getPrompt({ name: 'briefing', arguments: { topic: 'mrtr' } })),
-        notes: async () => textOf(await client.readResource({ uri: 'notes://work' }))
+        notes: async () => textOf(await client.readResource({ uri: 'notes://work' })),
+        // A refused notification POST rejects this promise.
+        notify: async () => {
+            await client.notification({ method: 'notifications/interop', params: {} });
+            return 'accepted';
+        }
     };
     for (const [name, run] of Object.entries(cases)) {
         try {
