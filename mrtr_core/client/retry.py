@@ -267,7 +267,7 @@ def _json_only(wire: JsonObject) -> JsonObject:
     """
     try:
         _STRICT_JSON(wire)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except (TypeError, ValueError) as exc:
         raise _Unusable(f"not JSON: {exc}") from None
     return wire
 

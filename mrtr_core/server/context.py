@@ -545,6 +545,8 @@ def _json_roundtrip(name: str, value: Any) -> Any:
         pass
     try:
         return json.loads(_STRICT_ENCODE(value))
+    except RecursionError:  # written, but too deep to read back at this depth of the stack
+        raise TypeError(f"value for {name!r} is not JSON-able: {jsontext.TOO_DEEP}") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"value for {name!r} is not JSON-able: {exc}") from exc
 

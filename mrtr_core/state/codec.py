@@ -308,10 +308,7 @@ class StateCodec:
             body = orjson.dumps(payload, option=_ORJSON_OPTIONS, default=_not_json)
         except TypeError:  # beyond orjson's profile (or not JSON at all): the stdlib decides
             version = _VERSION_STDLIB_JSON
-            try:
-                body = _ENCODE(payload).encode("ascii")
-            except RecursionError:
-                raise ValueError("payload is not JSON-able (circular or too deep)") from None
+            body = _ENCODE(payload).encode("ascii")  # circular or too deep: ValueError
         size = self.sealed_size(len(body))
         if size > self._max_bytes:
             raise StateSizeLimitError(

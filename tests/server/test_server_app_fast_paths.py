@@ -3,8 +3,8 @@
 - ``CallPlan.problem`` answers what ``inspect.signature(handler).bind(None, **arguments)``
   answers (``None`` or the same ``TypeError`` text), for every kind of signature;
 - ``ToolDef.check_arguments`` keeps jsonschema's first error (sorted by path) as the message;
-- ``jsontext`` gives ``json.JSONEncoder``'s text and errors, and a binding's tag is the
-  digest of its canonical identity;
+- ``jsontext`` gives ``json.JSONEncoder``'s text and errors (a ``ValueError`` where it would
+  recurse too deep), and a binding's tag is the digest of its canonical identity;
 - ``App.receive(parsed=...)`` answers like ``App.receive`` alone, and ``RunHandler.may_suspend``
   is ``False`` only for plain functions.
 """
@@ -15,12 +15,14 @@ import functools
 import hashlib
 import inspect
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from server_helpers import too_deep
 
 from mrtr_core import jsonrpc, jsontext
 from mrtr_core.app import App, Reply, RunHandler, drive_sync
@@ -143,9 +145,15 @@ def test_jsontext_raises_like_the_json_encoder() -> None:
         jsontext.canonical(circular)
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
         jsontext.compact({"a": object()})
+    # Deeper than the interpreter recurses (a cycle the encoder does not look for is): a
+    # ValueError, as for any other value JSON cannot write, not a RecursionError.
     loose = json.JSONEncoder(check_circular=False)
-    with pytest.raises(RecursionError):
+    with pytest.raises(ValueError, match=f"^{re.escape(jsontext.TOO_DEEP)}$"):
         jsontext.reusable(loose)(circular)
+    for encode in (jsontext.canonical, jsontext.compact, jsontext.reusable(loose),
+                   jsontext.reusable(json.JSONEncoder(indent=2))):
+        with pytest.raises(ValueError, match=f"^{re.escape(jsontext.TOO_DEEP)}$"):
+            encode({"deep": too_deep()})
 
 
 def _app() -> App:

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 import pytest
-from server_helpers import T0, Runtime, accept, make_engine, retry, tool_call
+from server_helpers import T0, Runtime, accept, make_engine, retry, too_deep, tool_call
 
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, LocalProtocolError
 from mrtr_core.server import (
@@ -278,7 +278,15 @@ def test_memo_value_must_be_json() -> None:
         run.context.once("nan", lambda: float("nan"))
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}])
+def test_memo_and_once_values_nested_too_deeply_are_not_json() -> None:
+    run = make_engine().begin(tool_call("t"), HandlerSpec(handler=lambda ctx: None), now=T0)
+    with pytest.raises(TypeError, match="not JSON-able: nested too deeply"):
+        run.context.memo("deep", too_deep)
+    with pytest.raises(TypeError, match="not JSON-able: nested too deeply"):
+        run.context.once("deep", too_deep)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1, 2}, too_deep()])
 def test_explicit_state_must_be_json(bad: object) -> None:
     def handler(ctx: Context) -> Any:
         return ctx.input_required({"k": form("Q", ok=bool)}, state={"v": [bad]})

@@ -19,7 +19,17 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from server_helpers import T0, Runtime, accept, make_codec, make_engine, meta, retry, tool_call
+from server_helpers import (
+    T0,
+    Runtime,
+    accept,
+    make_codec,
+    make_engine,
+    meta,
+    retry,
+    too_deep,
+    tool_call,
+)
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, drive_sync
@@ -273,6 +283,12 @@ def test_async_memo_and_once_refuse_a_name_that_is_not_a_string() -> None:
         (lambda: sample("Hi", 10, metadata={"tags": {"a"}}), "Object of type set"),
         (lambda: sample("Hi", 10, model_preferences={"costPriority": float("inf")}),
          "Out of range float"),
+        (lambda: sample("Hi", 10, metadata={"deep": too_deep()}),
+         "nested too deeply to write as JSON"),
+        (lambda: sample([{"role": "user", "content": {**_TEXT, "_meta": {"d": too_deep()}}}],
+                        10), "nested too deeply to write as JSON"),
+        (lambda: form("Hi", {"type": "object", "properties": {}, "x-deep": too_deep()}),
+         "nested too deeply to write as JSON"),
     ],
 )
 @pytest.mark.parametrize("mode", ["ask", "ask_all", "explicit"])
@@ -601,6 +617,32 @@ def test_every_kind_of_content_block_with_its_members_passes_unchanged() -> None
     request = {"jsonrpc": "2.0", "id": 1, "method": "prompts/get",
                "params": {"name": "t", "_meta": meta()}}
     assert _result(drive_sync(app, request, now=T0))["messages"] == messages
+
+
+@pytest.mark.parametrize(
+    ("method", "value"),
+    [
+        ("tools/call", too_deep()),  # the value itself is the structuredContent
+        ("tools/call", {"content": [], "structuredContent": {"deep": too_deep()}}),
+        ("tools/call", {"content": [{**_TEXT, "_meta": {"deep": too_deep()}}]}),
+        ("tools/call", {"content": [], "_meta": {"deep": too_deep()}}),
+        ("prompts/get", {"messages": ["hi"], "_meta": {"deep": too_deep()}}),
+        ("prompts/get", [{"role": "user", "content": {**_TEXT, "_meta": {"d": too_deep()}}}]),
+        ("resources/read", [{"uri": "x://r", "text": "t", "_meta": {"deep": too_deep()}}]),
+    ],
+)
+def test_a_result_nested_too_deeply_to_write_is_an_internal_error_and_serving_goes_on(
+    method: str, value: Any
+) -> None:
+    # Deeper than the encoder recurses: no transport could write it. The handler's mistake
+    # (-32603), answered like any other result that is not JSON, and the app serves on.
+    app = _built_app(value)
+    app.tool(name="fine")(lambda ctx: "fine")
+    assert _invalid(app, method).startswith("handler returned an invalid result: ")
+    assert "nested too deeply to write as JSON" in _invalid(app, method)
+    fine = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "fine", "_meta": meta()}}
+    assert _result(drive_sync(app, fine, now=T0))["content"] == [_TEXT | {"text": "fine"}]
 
 
 # --- registration --------------------------------------------------------------------------------

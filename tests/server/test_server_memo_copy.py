@@ -13,11 +13,13 @@ from __future__ import annotations
 import enum
 import json
 import math
+import sys
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from server_helpers import too_deep
 
 from mrtr_core.server.context import _json_roundtrip
 
@@ -105,6 +107,26 @@ def test_other_values_take_the_text_round_trip(value: Any) -> None:
 def test_values_json_cannot_hold_raise_as_before(value: Any) -> None:
     with pytest.raises(TypeError, match="value for 'plan' is not JSON-able"):
         _json_roundtrip("plan", value)
+
+
+def test_a_value_nested_too_deeply_raises_the_same_type_error() -> None:
+    with pytest.raises(TypeError, match="value for 'plan' is not JSON-able: nested too deeply"):
+        _json_roundtrip("plan", too_deep())
+
+
+def test_nesting_around_the_recursion_limit_copies_or_raises_the_same_type_error() -> None:
+    # Near the limit the text may be written and still be too deep to read back.
+    limit = sys.getrecursionlimit()
+    for depth in range(limit - 100, limit + 10):
+        try:
+            copied = _json_roundtrip("plan", nested(depth))
+        except TypeError as exc:
+            assert "value for 'plan' is not JSON-able: nested too deeply" in str(exc)
+        else:
+            for _ in range(depth):  # (== would recurse as deep)
+                assert type(copied) is list and len(copied) == 1
+                copied = copied[0]
+            assert copied == "deep"
 
 
 def test_a_cycle_raises_as_before() -> None:

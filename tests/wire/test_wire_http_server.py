@@ -15,6 +15,8 @@ from wire_helpers import (
     serve,
 )
 
+from mrtr_core.app import Reply
+from mrtr_core.app.reply import send_http_reply
 from mrtr_core.errors import LocalProtocolError
 from mrtr_core.http import (
     NEED_DATA,
@@ -500,6 +502,20 @@ def test_reply_with_notifications_is_an_event_stream():
         note,
         {"jsonrpc": "2.0", "id": 1, "result": {}},
     ]
+
+
+def test_a_reply_nested_too_deeply_to_encode_is_answered_with_an_internal_error():
+    deep: object = "leaf"
+    for _ in range(100_000):  # past any interpreter's recursion limit
+        deep = [deep]
+    client, server = RawClient(), HttpServerConnection()
+    server.receive_data(client.post(call_tool("echo", 1)))
+    assert isinstance(server.next_event(), MessageReceived)
+    send_http_reply(server, Reply.result(1, {"v": deep}), 1)
+    [resp] = client.read(server.data_to_send())
+    assert resp.status == 500
+    assert json.loads(resp.body)["error"] == {"code": -32603,
+                                              "message": "internal error (LocalProtocolError)"}
 
 
 def test_reply_without_a_pending_request_is_refused():
