@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import reprlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -35,6 +36,12 @@ def text_block(text: str) -> JsonObject:
 
 def _bad(what: str) -> JsonRpcError:
     return JsonRpcError(INTERNAL_ERROR, f"handler returned an invalid result: {what}")
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` cut short (:func:`reprlib.repr`): a value a handler returned may be
+    long, or nested too deeply for ``repr`` itself."""
+    return reprlib.repr(value)
 
 
 # ContentBlock (digest §1.3; schema.ts): the string members each of the five block types
@@ -88,7 +95,7 @@ def _check_block(block: Any, where: str) -> None:
     kind = block.get("type")
     members = _BLOCK_STRINGS.get(kind) if isinstance(kind, str) else None
     if members is None:
-        raise _bad(f"{where} has type {kind!r}: a content block is of type text, image, "
+        raise _bad(f"{where} has type {_shown(kind)}: a content block is of type text, image, "
                    "audio, resource_link or resource")
     for member in members:
         if not isinstance(block.get(member), str):
@@ -228,9 +235,9 @@ def caching_problem(ttl_ms: Any, cache_scope: Any) -> str | None:
     at least 0 (a bool is not one) and ``cacheScope`` is ``"public"`` or ``"private"``
     (caching.mdx; digest §3.2)."""
     if type(ttl_ms) is not int or ttl_ms < 0:  # bool and int subclasses are not integers here
-        return f"ttlMs must be an integer of at least 0, not {ttl_ms!r}"
+        return f"ttlMs must be an integer of at least 0, not {_shown(ttl_ms)}"
     if cache_scope not in ("public", "private"):
-        return f"cacheScope must be 'public' or 'private', not {cache_scope!r}"
+        return f"cacheScope must be 'public' or 'private', not {_shown(cache_scope)}"
     return None
 
 

@@ -438,6 +438,7 @@ _BAD_BLOCKS = [
      "(resource) needs a resource with a string uri"),
     ({"type": "video", "data": "AAE="}, "has type 'video'"),
     ({"type": ["text"], "text": "x"}, "has type ['text']"),
+    ({"type": too_deep(), "text": "x"}, "has type [[[[[[[...]]]]]]]"),  # shown cut short
     ("hello", "must be a content block (an object), not str"),
 ]
 
@@ -643,6 +644,19 @@ def test_a_result_nested_too_deeply_to_write_is_an_internal_error_and_serving_go
     fine = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "fine", "_meta": meta()}}
     assert _result(drive_sync(app, fine, now=T0))["content"] == [_TEXT | {"text": "fine"}]
+
+
+@pytest.mark.parametrize(("hints", "problem"), [
+    ({"ttlMs": too_deep()}, "ttlMs must be an integer of at least 0, not [[[[[[[...]]]]]]]"),
+    ({"cacheScope": {"scope": too_deep()}},
+     "cacheScope must be 'public' or 'private', not {'scope': [[[[[[...]]]]]]}"),
+])
+def test_a_bad_value_the_handler_returned_is_shown_cut_short(
+    hints: dict[str, Any], problem: str
+) -> None:
+    # Shown whole, a value nested too deeply to show would fail the reply itself.
+    app = _built_app({"contents": [{"uri": "x://r", "text": "t"}], **hints})
+    assert _invalid(app, "resources/read") == f"handler returned an invalid result: {problem}"
 
 
 # --- registration --------------------------------------------------------------------------------
