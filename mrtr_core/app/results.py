@@ -187,8 +187,14 @@ def _tool_result(value: Any) -> JsonObject:
 
 def tool_error_result(exc: BaseException) -> JsonObject:
     """A ``CallToolResult`` with ``isError`` for a tool that raised: tool failures are
-    reported in the result so the model can see them (server/tools.mdx § Error handling)."""
-    return {"content": [text_block(str(exc) or type(exc).__name__)], "isError": True}
+    reported in the result so the model can see them (server/tools.mdx § Error handling).
+    The text is the exception's, or its type's name when it has none (or ``str`` of it
+    fails: say, of a value nested too deeply to show)."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    return {"content": [text_block(text or type(exc).__name__)], "isError": True}
 
 
 def prompt_result(value: Any) -> JsonObject:

@@ -659,6 +659,17 @@ def test_a_bad_value_the_handler_returned_is_shown_cut_short(
     assert _invalid(app, "resources/read") == f"handler returned an invalid result: {problem}"
 
 
+def test_a_tool_error_whose_text_cannot_be_shown_is_named_by_its_type() -> None:
+    app = App("t", "1", codec=make_codec())
+
+    @app.tool()
+    def t(ctx: Context) -> Any:
+        raise LookupError(too_deep())  # str() of it recurses too deep
+
+    result = _result(drive_sync(app, _call("t"), now=T0))
+    assert (result["isError"], result["content"]) == (True, [_TEXT | {"text": "LookupError"}])
+
+
 # --- registration --------------------------------------------------------------------------------
 
 
