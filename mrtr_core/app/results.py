@@ -164,8 +164,12 @@ def _check_structured(out: JsonObject, output_schema: CompiledSchema) -> None:
     it (JSON: a tuple is an array, every key a string)."""
     if "structuredContent" not in out:
         raise _bad("the tool declares an outputSchema, so its result needs structuredContent")
-    sent = json.loads(_to_json_text(out["structuredContent"]))
-    problem = output_schema.problem(sent)
+    try:
+        sent = json.loads(_to_json_text(out["structuredContent"]))
+        problem = output_schema.problem(sent)
+    except RecursionError:  # a schema that recurses with the value, deeper than Python does
+        raise _bad("structuredContent is nested too deeply to check against the tool's "
+                   "outputSchema") from None
     if problem is not None:
         raise _bad(f"structuredContent does not match the tool's outputSchema: {problem}")
 

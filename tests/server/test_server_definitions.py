@@ -215,6 +215,37 @@ def test_an_error_result_needs_no_structured_content() -> None:
     assert _call(app)["result"]["content"] == [{"type": "text", "text": "no such city"}]
 
 
+def _lists_of(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _nested_arrays(wrappers: int = 0) -> dict[str, Any]:
+    """A schema of integers in nested arrays (recursive, through ``$ref``), each level inside
+    ``wrappers`` ``allOf`` more."""
+    level: dict[str, Any] = {"anyOf": [{"type": "integer"},
+                                       {"type": "array", "items": {"$ref": "#/$defs/t"}}]}
+    for _ in range(wrappers):
+        level = {"allOf": [level]}
+    return {"$defs": {"t": level}, "$ref": "#/$defs/t"}
+
+
+def test_structured_content_too_deep_to_check_against_the_output_schema_is_refused() -> None:
+    # Written easily, but a recursive schema checks each level in several frames: deeper
+    # than the interpreter recurses, the handler's mistake (-32603), and the app serves on.
+    app = _output_app(_lists_of(400), _nested_arrays())
+    reply = _call(app)
+    assert reply["error"] == {"code": INTERNAL_ERROR, "message": (
+        "handler returned an invalid result: structuredContent is nested too deeply to check "
+        "against the tool's outputSchema")}
+    app.tool(name="fine", output_schema=_nested_arrays())(lambda ctx: _lists_of(3))
+    fine = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "fine", "_meta": meta()}}
+    assert drive_sync(app, fine, now=T0).message["result"]["structuredContent"] == [[[1]]]
+
+
 # --- prompts and resources: titles -------------------------------------------------------------
 
 
