@@ -467,7 +467,13 @@ class ToolDef:
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
         """Why these arguments do not fit the schema or the handler, or ``None``."""
-        return self._schema.problem(arguments) or self._plan.problem(arguments)
+        try:
+            problem = self._schema.problem(arguments)
+        except RecursionError:
+            # A recursive schema spends several frames on each level of the arguments: within
+            # the nesting a transport decodes, it may still recurse deeper than Python does.
+            return "nested too deeply to check against the tool's inputSchema"
+        return problem or self._plan.problem(arguments)
 
     def finish(self, value: Any) -> JsonObject:
         """The ``CallToolResult`` of what the handler returned (:func:`tool_result`), its

@@ -23,7 +23,7 @@ from server_helpers import T0, make_codec, meta
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, drive_sync
-from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
+from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from mrtr_core.server import Context
 
 
@@ -244,6 +244,24 @@ def test_structured_content_too_deep_to_check_against_the_output_schema_is_refus
     fine = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "fine", "_meta": meta()}}
     assert drive_sync(app, fine, now=T0).message["result"]["structuredContent"] == [[[1]]]
+
+
+def test_arguments_too_deep_to_check_against_the_input_schema_are_invalid_params() -> None:
+    # Within the nesting a transport decodes (64 levels), a schema that spends enough frames
+    # on each level still recurses deeper than the interpreter does: the peer's arguments
+    # are refused (-32602), not a RecursionError out of the app.
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/t"}},
+              "$defs": _nested_arrays(wrappers=12)["$defs"]}
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", input_schema=schema)(lambda ctx, x: "ok")
+    sent = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "arguments": {"x": _lists_of(60)}, "_meta": meta()}}
+    reply = drive_sync(app, jsonrpc.decode(jsonrpc.encode(sent)), now=T0)
+    assert reply.message is not None and reply.message["error"] == {
+        "code": INVALID_PARAMS, "message": ("invalid arguments for tool 't': nested too deeply "
+                                            "to check against the tool's inputSchema")}
+    sent["params"]["arguments"] = {"x": _lists_of(3)}
+    assert drive_sync(app, sent, now=T0).message["result"]["content"][0]["text"] == "ok"
 
 
 # --- prompts and resources: titles -------------------------------------------------------------
