@@ -38,17 +38,6 @@ ALL_CAPS: dict[str, Any] = {
 KEY1 = bytes(range(32))
 KEY2 = bytes(range(32, 64))
 T0 = 1_800_000_000.0  # a virtual "now" (Unix seconds)
-TOO_DEEP_LEVELS = 100_000  # past any interpreter's recursion limit (and marshal's)
-
-
-@functools.cache
-def too_deep() -> Any:
-    """``"leaf"`` inside :data:`TOO_DEEP_LEVELS` nested lists, JSON no encoder here can write
-    (one value, built once and shared: never change it)."""
-    value: Any = "leaf"
-    for _ in range(TOO_DEEP_LEVELS):
-        value = [value]
-    return value
 
 
 # --- codecs and engines ---------------------------------------------------------------------

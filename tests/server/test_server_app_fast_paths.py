@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from deep_values import too_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from server_helpers import too_deep
 
 from mrtr_core import jsonrpc, jsontext
 from mrtr_core.app import App, Reply, RunHandler, drive_sync

@@ -6,7 +6,8 @@ from typing import Any
 
 import attrs
 import pytest
-from server_helpers import T0, Runtime, accept, make_engine, retry, too_deep, tool_call
+from deep_values import too_deep
+from server_helpers import T0, Runtime, accept, make_engine, retry, tool_call
 
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, LocalProtocolError
 from mrtr_core.server import (

@@ -19,17 +19,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from server_helpers import (
-    T0,
-    Runtime,
-    accept,
-    make_codec,
-    make_engine,
-    meta,
-    retry,
-    too_deep,
-    tool_call,
-)
+from deep_values import too_deep
+from server_helpers import T0, Runtime, accept, make_codec, make_engine, meta, retry, tool_call
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import App, Reply, drive_sync

@@ -17,9 +17,9 @@ import sys
 from typing import Any
 
 import pytest
+from deep_values import too_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from server_helpers import too_deep
 
 from mrtr_core.server.context import _json_roundtrip
 

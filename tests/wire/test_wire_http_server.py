@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from deep_values import too_deep
 from wire_helpers import (
     META,
     RawClient,
@@ -505,13 +506,10 @@ def test_reply_with_notifications_is_an_event_stream():
 
 
 def test_a_reply_nested_too_deeply_to_encode_is_answered_with_an_internal_error():
-    deep: object = "leaf"
-    for _ in range(100_000):  # past any interpreter's recursion limit
-        deep = [deep]
     client, server = RawClient(), HttpServerConnection()
     server.receive_data(client.post(call_tool("echo", 1)))
     assert isinstance(server.next_event(), MessageReceived)
-    send_http_reply(server, Reply.result(1, {"v": deep}), 1)
+    send_http_reply(server, Reply.result(1, {"v": too_deep()}), 1)
     [resp] = client.read(server.data_to_send())
     assert resp.status == 500
     assert json.loads(resp.body)["error"] == {"code": -32603,

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from deep_values import too_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,14 +187,7 @@ def test_encode_escapes_lone_surrogates():
     assert json.loads(data) == {"s": "\ud800"}
 
 
-def _too_deep():
-    value = "leaf"
-    for _ in range(100_000):  # past any interpreter's recursion limit
-        value = [value]
-    return value
-
-
-@pytest.mark.parametrize("value", [math.nan, object(), {1j: 1}, _too_deep()])
+@pytest.mark.parametrize("value", [math.nan, object(), {1j: 1}, too_deep()])
 def test_encode_refuses_what_json_cannot_carry(value):
     with pytest.raises(LocalProtocolError):
         jsonrpc.encode({"v": value})
