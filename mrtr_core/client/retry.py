@@ -349,7 +349,8 @@ def answer_to_wire(kind: str, answer: object, *, key: str) -> JsonObject:
 
     Raises:
         LocalProtocolError: the answer is not of the type ``kind`` needs, is malformed, or
-            holds what JSON cannot carry (NaN, an infinity, an integer too long to write).
+            holds what JSON cannot carry (NaN, an infinity, an integer too long to write,
+            nesting deeper than the interpreter recurses).
     """
     cls = _ANSWER_TYPES[kind]
     if type(answer) is not cls:
@@ -368,6 +369,10 @@ def answer_to_wire(kind: str, answer: object, *, key: str) -> JsonObject:
         return _model_to_wire(answer)
     except _Unusable as exc:
         raise LocalProtocolError(f"answer for {key!r} ({kind}): {exc}") from exc
+    except RecursionError:  # the converter writes a model's members level by level
+        raise LocalProtocolError(
+            f"answer for {key!r} ({kind}): not JSON: {jsontext.TOO_DEEP}"
+        ) from None
 
 
 def answer_for(request: InputRequest, answer: object, *, key: str) -> JsonObject:

@@ -28,6 +28,7 @@ from client_helpers import (
     to_handlers,
     url_request,
 )
+from deep_values import too_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -949,9 +950,15 @@ _NOT_JSON_ANSWERS = [
     (sampling(), CreateMessageResult(role="assistant", model="m",
                                      content=[{"type": "text", "text": {"a", "set"}}])),
     (roots(), ListRootsResult(roots=[Root(uri="file:///a", meta={"n": float("nan")})])),
+    (sampling(), CreateMessageResult(role="assistant", model="m",
+                                     content={"type": "text", "text": "x", "d": too_deep()})),
+    (sampling(), {"role": "assistant", "model": "m", "content": {"type": "text", "text": "x"},
+                  "_meta": {"d": too_deep()}}),
+    (roots(), {"roots": [{"uri": "file:///a", "_meta": {"d": too_deep()}}]}),
 ]
 _NOT_JSON_IDS = ["elicit-nan", "elicit-dict-inf", "elicit-long-int", "sampling-inf",
-                 "sampling-set", "roots-meta-nan"]
+                 "sampling-set", "roots-meta-nan", "sampling-too-deep",
+                 "sampling-dict-meta-too-deep", "roots-dict-meta-too-deep"]
 
 
 @pytest.mark.parametrize(("request_", "answer"), _NOT_JSON_ANSWERS, ids=_NOT_JSON_IDS)

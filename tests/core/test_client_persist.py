@@ -26,6 +26,7 @@ from client_helpers import (
     sampling,
     to_handlers,
 )
+from deep_values import too_deep
 
 from mrtr_core.client import (
     SAVED_FLOW_FORMAT,
@@ -456,6 +457,17 @@ CORRUPTIONS: dict[str, Any] = {
 def test_from_data_rejects_bad_data(corrupt: str) -> None:
     data = CORRUPTIONS[corrupt](_saved())
     with pytest.raises(LocalProtocolError, match="saved flow"):
+        ClientFlow.from_data(data, now=100.0, next_id=Ids(100))
+
+
+def test_from_data_rejects_a_saved_answer_nested_too_deeply() -> None:
+    flow = manual_flow()
+    to_handlers(flow, {"a": sampling(), "b": form()}, "s1")
+    data = flow.to_data(2.0)
+    data["answers"] = {"a": {"role": "assistant", "model": "m", "_meta": {"d": too_deep()},
+                             "content": {"type": "text", "text": "x"}}}
+    with pytest.raises(LocalProtocolError, match=r"^saved flow: answers: answer for 'a' "
+                       r"\(sampling/createMessage\): not JSON: nested too deeply"):
         ClientFlow.from_data(data, now=100.0, next_id=Ids(100))
 
 
