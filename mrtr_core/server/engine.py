@@ -322,7 +322,16 @@ class ServerEngine:
                 f"invalid inputResponses entry {key!r}: {exc}", key=key, reason="malformed"
             ) from exc
         self._check_elicitation(key, question, answer)
-        return answer, Recorded(question.digest, question.kind, unstructure(answer))
+        try:
+            data = unstructure(answer)
+        except RecursionError:
+            # The converter writes a sampling or roots answer level by level: one nested
+            # deeper than it recurses (a transport with a raised max_depth lets it in).
+            raise _invalid_params(
+                f"invalid inputResponses entry {key!r}: nested too deeply to read",
+                key=key, reason="malformed",
+            ) from None
+        return answer, Recorded(question.digest, question.kind, data)
 
     def _check_elicitation(self, key: str, question: Asked, answer: InputResponse) -> None:
         if question.kind != ELICITATION_CREATE or not isinstance(answer, ElicitResult):

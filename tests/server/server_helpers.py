@@ -114,6 +114,15 @@ def _caps_of(params: MrtrParams) -> dict[str, Any]:
     return unstructure(params.meta.client_capabilities)  # type: ignore[no-any-return]
 
 
+def nested_sampled(levels: int) -> dict[str, Any]:
+    """A sampling answer whose content's ``_meta`` nests ``levels`` objects."""
+    meta: Any = {}
+    for _ in range(levels):
+        meta = {"m": meta}
+    return {"role": "assistant", "model": "m",
+            "content": {"type": "text", "text": "x", "_meta": meta}}
+
+
 def accept(**content: Any) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 

@@ -7,7 +7,7 @@ from typing import Any
 import attrs
 import pytest
 from deep_values import too_deep
-from server_helpers import T0, Runtime, accept, make_engine, retry, tool_call
+from server_helpers import T0, Runtime, accept, make_engine, nested_sampled, retry, tool_call
 
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, LocalProtocolError
 from mrtr_core.server import (
@@ -372,6 +372,28 @@ def test_input_responses_count_and_size_limits(rt: Runtime) -> None:
     with pytest.raises(JsonRpcError) as info:
         rt.call(engine, retry(first, r1, too_big), rt.spec(handler))
     assert info.value.code == INVALID_PARAMS and info.value.data == {"reason": "too_large"}
+
+
+def test_an_answer_nested_too_deeply_to_read_is_invalid_params(rt: Runtime) -> None:
+    # A transport whose max_depth is raised passes 500 levels; the converter reads each in
+    # several frames, deeper than the interpreter recurses: -32602 naming the key, as for
+    # any answer of the wrong shape, and the handler does not run.
+    runs: list[int] = []
+
+    def handler(ctx: Context) -> Any:
+        runs.append(ctx.round)
+        return ctx.ask("s", sample("Hi", 10))
+
+    engine, spec = make_engine(), rt.spec(handler)
+    first = tool_call("t")
+    asked = rt.call(engine, first, spec)
+    assert isinstance(asked, NeedsInput)
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(engine, retry(first, asked, {"s": nested_sampled(500)}), spec)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.data == {"reason": "malformed", "key": "s"}
+    assert info.value.message == "invalid inputResponses entry 's': nested too deeply to read"
+    assert runs == [1]
 
 
 # --- API misuse ----------------------------------------------------------------------------------

@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 import trio
-from server_helpers import T0, Runtime, accept, make_codec, make_engine, retry, tool_call
+from server_helpers import (
+    T0,
+    Runtime,
+    accept,
+    make_codec,
+    make_engine,
+    nested_sampled,
+    retry,
+    tool_call,
+)
 
 from mrtr_core.app import App, drive_sync
 from mrtr_core.errors import INVALID_PARAMS, JsonRpcError
@@ -254,6 +263,20 @@ def test_a_rejected_answer_in_a_trio_nursery_still_fails_the_request() -> None:
     with pytest.raises(JsonRpcError) as info:
         Runtime("trio").call(make_engine(), tool_call("t", responses={"k": "yes"}), spec)
     assert info.value.data == {"reason": "malformed", "key": "k"}
+
+
+def test_a_first_call_answer_nested_too_deeply_to_read_is_refused(rt: Runtime) -> None:
+    # As for an answer the state expects (test_server_engine_rules): -32602 naming the key.
+    def handler(ctx: Context) -> str:
+        ctx.ask("s", sample("Hi", 10))
+        return "done"
+
+    with pytest.raises(JsonRpcError) as info:
+        rt.call(make_engine(), tool_call("t", responses={"s": nested_sampled(500)}),
+                rt.spec(handler))
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.data == {"reason": "malformed", "key": "s"}
+    assert info.value.message == "invalid inputResponses entry 's': nested too deeply to read"
 
 
 def test_a_first_call_url_mode_answer_with_content_is_refused(rt: Runtime) -> None:
