@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mrtr_core._pickling import PicklableError
+
 __all__ = [
     "CodecError",
     "FlowCancelledError",
@@ -42,8 +44,12 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
-class MrtrError(Exception):
-    """Root of every error mrtr raises or emits."""
+class MrtrError(PicklableError, Exception):
+    """Root of every error mrtr raises or emits.
+
+    Every one pickles and copies as it is (same class, message and attributes), so it can
+    cross to and from worker processes.
+    """
 
 
 class ProtocolError(MrtrError):

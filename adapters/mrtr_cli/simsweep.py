@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from mrtr_core._checks import MAX_SIM_FLOWS, MAX_SIM_INSTANCES, MAX_SIM_JOBS, MAX_SIM_SEEDS
+from mrtr_core._pickling import PicklableError
 from mrtr_core.sim import Faults, Mutations, Report, Workload, campaign
 from mrtr_core.sim.sweep import SweepReport
 
 __all__ = ["SweepError", "run_sweep"]
 
 
-class SweepError(RuntimeError):
+class SweepError(PicklableError, RuntimeError):
     """A campaign raised instead of reporting (a bug in the simulator or the code under
     test): its seed and the worker's traceback.
 

@@ -21,6 +21,7 @@ from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 import attrs
 
 from mrtr_core._checks import flag, instance_of
+from mrtr_core._pickling import PicklableError
 from mrtr_core.client.commands import (
     AwaitAnswers,
     ClientCommand,
@@ -197,7 +198,7 @@ _CALL_OPTIONS = frozenset(CallOptions.__annotations__)
 """The names of the per-call options (any other is refused)."""
 
 
-class InputRequired(Exception):
+class InputRequired(PicklableError, Exception):
     """Manual mode: the server needs input the caller will provide.
 
     Not an :class:`~mrtr_core.errors.MrtrError`: nothing failed. Answer it with the client's
@@ -214,6 +215,10 @@ class InputRequired(Exception):
     The time the flow waits for answers counts against its budget (``flow_timeout``)
     whenever it can be measured: when this exception itself is resumed on the clock it was
     raised on. Data restored elsewhere carries the budget that was left when it was saved.
+
+    It pickles (to hand the round to another process) with every attribute but ``clock``,
+    which identifies a time line of this process only (``None`` in the copy). A copy is
+    resumed apart from the original, as its ``data`` would be.
 
     Attributes:
         round: The round that answered ``input_required``.
@@ -260,6 +265,12 @@ class InputRequired(Exception):
     def input_requests(self) -> Mapping[str, InputRequest]:
         """The entries to answer, by key."""
         return self.result.input_requests or {}
+
+    def _pickled_fields(self) -> dict[str, Any]:
+        # The clock identifies a time line of this process only: a copy (pickled to another
+        # process, or copied) is resumed as data restored elsewhere is, with the budget that
+        # was left when it was saved.
+        return {**super()._pickled_fields(), "clock": None}
 
 
 def _target(what: str, value: object) -> None:

@@ -37,6 +37,7 @@ from typing import Any, Final, TypeVar, cast, overload
 import attrs
 
 from mrtr_core import jsontext
+from mrtr_core._pickling import PicklableError
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server.capabilities import (
     MissingCapabilityError,
@@ -71,7 +72,7 @@ T = TypeVar("T")
 OfferedReader = Callable[[str, InputRequest, str, Any], tuple[InputResponse, Recorded]]
 
 
-class InputPending(BaseException):
+class InputPending(PicklableError):
     """Control flow: the handler asked something that has no answer yet.
 
     Raised by :meth:`Context.ask` / :meth:`Context.ask_all` and turned into an
@@ -84,7 +85,7 @@ class InputPending(BaseException):
         self.keys = keys
 
 
-class InputRejected(BaseException):
+class InputRejected(PicklableError):
     """Control flow: an answer the client sent for the question just asked does not fit it.
 
     Raised by :meth:`Context.ask` / :meth:`Context.ask_all` when a key the sealed state did

@@ -6,16 +6,18 @@ from collections.abc import Iterable
 
 import attrs
 
+from mrtr_core._pickling import PicklableError
 from mrtr_core.sim.faults import Faults
 
 __all__ = ["Counters", "Report", "SimulationError", "Violation"]
 
 
-class SimulationError(RuntimeError):
+class SimulationError(PicklableError, RuntimeError):
     """The workload's own code raised during a run, where no flow can fail for it: its
     ``operations`` (for a flow, or for a hostile client's swap probe) or its app factory
     (for an instance's start, restart or key ring change). The original exception is
-    chained as ``__cause__``; the same seed and arguments raise it again.
+    chained as ``__cause__``; the same seed and arguments raise it again. It pickles with its
+    seed and fields (not its cause, which is the workload's own and may not pickle).
 
     (An answer function that raises fails its flow instead, as a client's input handler
     that raises does, and a check that raises is an invariant violation: both end up in
