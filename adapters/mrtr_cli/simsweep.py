@@ -51,8 +51,11 @@ class _Settings:
     mutations: Mutations | None
 
 
-def _campaign(settings: _Settings, seed: int) -> tuple[int, Report | None, str | None]:
-    """One seed's campaign: ``(seed, report, None)``, or ``(seed, None, traceback)``."""
+def _campaign(
+    settings: _Settings, seed: int, passed: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
+) -> tuple[int, Report | None, str | None]:
+    """One seed's campaign: ``(seed, report, None)``, or ``(seed, None, traceback)`` when it
+    raised anything (a ``SystemExit`` too) but what ``passed`` lets through."""
     try:
         report = campaign(
             seed,
@@ -63,7 +66,9 @@ def _campaign(settings: _Settings, seed: int) -> tuple[int, Report | None, str |
             workload=settings.workload,
             mutations=settings.mutations,
         )
-    except Exception:
+    except passed:
+        raise
+    except BaseException:
         return seed, None, traceback.format_exc()
     return seed, report, None
 
@@ -126,7 +131,9 @@ def run_sweep(
         ValueError: No seed, a seed twice, more than 100,000 seeds, a count below 1, more
             than 10,000,000 flows, 1,000 instances or 1,024 jobs, or (with more than one
             job) a workload or mutations that cannot be sent to a worker.
-        SweepError: A campaign raised; the others are stopped.
+        SweepError: A campaign raised (anything, a ``SystemExit`` too, but a
+            ``KeyboardInterrupt`` in this process, which stops the sweep as Ctrl-C does);
+            the others are stopped.
     """
     _check(seeds, flows, instances, jobs)
     settings = _Settings(flows, faults, instances, balancer, workload, mutations)
@@ -173,4 +180,8 @@ def run_sweep(
 
 
 def _run_one(job: tuple[_Settings, int]) -> tuple[int, Report | None, str | None]:
-    return _campaign(*job)
+    # A worker reports whatever its campaign raises: the pool's worker passes on only an
+    # Exception, and dies of anything else with the seed's result never sent, so the sweep
+    # would wait for it forever. (Its KeyboardInterrupt is the workload's own: workers
+    # ignore Ctrl-C.)
+    return _campaign(*job, passed=())

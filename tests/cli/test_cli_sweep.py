@@ -56,12 +56,33 @@ class _Broken(ReferenceWorkload):
         raise RuntimeError("no app today")
 
 
+class _Exiting(ReferenceWorkload):
+    """A workload whose app factory ends the process: no ``Exception``, but the campaign
+    raised all the same."""
+
+    def build_app(self, codec, effects):  # type: ignore[no-untyped-def]
+        raise SystemExit(3)
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_a_campaign_that_raises_names_its_seed(jobs: int) -> None:
-    with pytest.raises(SweepError, match="seed 8 raised") as caught:
-        run_sweep([8], 10, workload=_Broken(), jobs=jobs)
-    assert caught.value.seed == 8
-    assert "no app today" in str(caught.value)
+@pytest.mark.parametrize(("workload", "raised"), [
+    (_Broken(), "SimulationError: the run with seed {seed} stopped: the workload's "
+                "app_factory raised RuntimeError('no app today')"),
+    # A pool's worker reports only an Exception: one that died of SystemExit lost its seed,
+    # and the sweep waited for it forever.
+    (_Exiting(), "SystemExit: 3"),
+], ids=["exception", "system-exit"])
+def test_a_campaign_that_raises_names_its_seed(
+    jobs: int, workload: ReferenceWorkload, raised: str
+) -> None:
+    with pytest.raises(SweepError) as caught:
+        run_sweep([8, 9], 10, workload=workload, jobs=jobs)
+    seed = caught.value.seed
+    assert seed in ((8,) if jobs == 1 else (8, 9))  # the workers race
+    assert str(caught.value).startswith(f"the campaign with seed {seed} raised:\nTraceback")
+    assert raised.format(seed=seed) in str(caught.value)
+    assert multiprocessing.active_children() == []
 
 
 @pytest.mark.parametrize(
