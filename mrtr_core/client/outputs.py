@@ -3,7 +3,8 @@
 A tool may declare an ``outputSchema``; the server MUST then return structured results that
 conform to it, and clients SHOULD validate them (server/tools.mdx § Output Schema).
 :class:`OutputSchemas` remembers the schemas of the tools the latest listing named (a listing
-without a ``cursor`` replaces them all; a page fetched with a ``cursor`` adds its tools), and
+is a first page and the pages its ``nextCursor`` leads to; the one completed last replaces
+them all, once its last page is in, and listings running at once keep their pages apart), and
 judges each complete ``tools/call`` result of such a tool that is not an error
 (``isError: true``): it must carry ``structuredContent`` the schema accepts, else the call
 fails with :class:`~mrtr_core.errors.StructuredContentError`. Nothing is listed on the
@@ -29,48 +30,102 @@ from __future__ import annotations
 
 import itertools
 import marshal
+from collections import OrderedDict
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from mrtr_core._checks import positive_int
+from mrtr_core._memo import remember
 from mrtr_core.client.flow import ResultCheck
 from mrtr_core.errors import StructuredContentError
 from mrtr_core.server.schemas import CompiledSchema
 from mrtr_core.wire.models import CALL_TOOL, JsonObject
 
-__all__ = ["LIST_TOOLS", "MAX_TOOLS", "OutputSchemas"]
+__all__ = ["LIST_TOOLS", "MAX_LISTINGS", "MAX_TOOLS", "OutputSchemas"]
 
 LIST_TOOLS: Final = "tools/list"
 MAX_TOOLS: Final = 10_000
 """Most output schemas remembered (a paginated listing's oldest go first)."""
+MAX_LISTINGS: Final = 8
+"""Most paged listings remembered while they wait for their next page (the oldest go first)."""
+
+
+class _Tables:
+    """The schemas one listing names, and the tools whose schema it refuses, each in the
+    order the listing gave them (the oldest first).
+
+    A listing fills its own while its pages come in, and nothing else sees them until they
+    are published as the latest. Published ones change only by :func:`_drop`, one atomic
+    dict operation at a time, so a reader copies them (one atomic ``dict()``) before going
+    through them.
+    """
+
+    __slots__ = ("rejected", "schemas")
+
+    def __init__(
+        self,
+        schemas: dict[str, tuple[bytes, CompiledSchema]] | None = None,
+        rejected: dict[str, str] | None = None,
+    ) -> None:
+        # Tool name -> (the schema's marshal bytes, its compiled form).
+        self.schemas: dict[str, tuple[bytes, CompiledSchema]] = schemas or {}
+        self.rejected: dict[str, str] = rejected or {}
+
+    def copy(self) -> _Tables:
+        """Tables of another listing, starting with these entries."""
+        return _Tables(dict(self.schemas), dict(self.rejected))
 
 
 class OutputSchemas:
     """The ``outputSchema`` of each tool of the latest ``tools/list``, compiled once each.
 
-    Shared by the calls of one client, in any threads: a listing builds new tables and
-    swaps them in.
+    A listing is a first page (a request without a ``cursor``) and the pages each
+    ``nextCursor`` leads to; its tools are used once its last page (one without a
+    ``nextCursor``) is in, and the listing completed last wins. Listings may run at the same
+    time: a page continues the listing that waits for its ``cursor`` (the one that has waited
+    longest, when several do), so their pages never mix. A page no listing waits for (one
+    forgotten, or begun elsewhere) adds its tools to the latest listing's.
+
+    Shared by the calls of one client, in any threads: a listing fills tables of its own and
+    swaps them in; each step that other threads could see is one atomic operation (a
+    ``dict.pop``, an assignment), so no lock is held, and checking one listing's schemas
+    holds no other up.
 
     Args:
         max_tools: Most schemas remembered (and tools whose schema is refused): a listing
             checks only the last ``max_tools`` schemas it declares; the oldest go first.
+        max_listings: Most listings remembered while they wait for their next page (a
+            caller may never fetch it); the oldest go first.
+
+    Raises:
+        ValueError: ``max_listings`` is not a positive integer.
     """
 
-    def __init__(self, *, max_tools: int = MAX_TOOLS) -> None:
+    def __init__(self, *, max_tools: int = MAX_TOOLS, max_listings: int = MAX_LISTINGS) -> None:
+        positive_int("max_listings", max_listings)
         self.max_tools = max_tools
-        # Tool name -> (the schema's marshal bytes, its compiled form).
-        self._schemas: dict[str, tuple[bytes, CompiledSchema]] = {}
-        self.rejected: dict[str, str] = {}
-        """Tools of the latest listing whose ``outputSchema`` is not used, and why."""
+        self.max_listings = max_listings
+        self._latest = _Tables()
+        # Listings waiting for a page, oldest first: serial -> (the cursor it waits for, its
+        # tables). The serials tell apart listings that wait for the same cursor.
+        self._listings: OrderedDict[int, tuple[str, _Tables]] = OrderedDict()
+        self._serials = itertools.count()
 
     def __len__(self) -> int:
-        return len(self._schemas)
+        return len(self._latest.schemas)
+
+    @property
+    def rejected(self) -> Mapping[str, str]:
+        """Tools of the latest listing whose ``outputSchema`` is not used, and why."""
+        return MappingProxyType(self._latest.rejected)
 
     def schema_for(self, tool: str) -> Any:
         """The remembered ``outputSchema`` of ``tool`` (as listed), or ``None``."""
-        entry = self._schemas.get(tool)
+        entry = self._latest.schemas.get(tool)
         return None if entry is None else entry[1].schema
 
     def result_check(self, method: object, params: object) -> ResultCheck | None:
@@ -82,37 +137,39 @@ class OutputSchemas:
             if type(name) is str:
                 return lambda result: self.check(name, result)
         elif method == LIST_TOOLS:
-            page = isinstance(params, Mapping) and params.get("cursor") is not None
+            cursor = params.get("cursor") if isinstance(params, Mapping) else None
 
             def learn(result: JsonObject) -> None:
-                self.learn(result, page=page)
+                self.learn(result, cursor=cursor)
 
             return learn
         return None
 
-    def learn(self, result: Mapping[str, Any], *, page: bool = False) -> None:
-        """Remember the output schemas a ``tools/list`` result lists.
+    def learn(self, result: Mapping[str, Any], *, cursor: object = None) -> None:
+        """Remember the output schemas a page of a ``tools/list`` listing lists.
 
         Args:
             result: The complete result. Entries that are not tools with a string ``name``
-                are passed over; a result without a ``tools`` array lists no tools.
-            page: The result answered a request with a ``cursor``: its tools join those
-                remembered instead of replacing them.
+                are passed over; a result without a ``tools`` array lists no tools. A string
+                ``nextCursor`` means the listing goes on: its tools are used once its last
+                page is in.
+            cursor: The ``cursor`` the request carried: ``None`` for the first page of a
+                listing; else the page continues the listing that waits for it (or, if none
+                does, adds to the latest listing).
         """
         tools = result.get("tools")
         listed = tools if isinstance(tools, list) else []
-        old = self._schemas
-        known = {key: compiled for key, compiled in old.values()}
-        schemas = dict(old) if page else {}
-        rejected = dict(self.rejected) if page else {}
+        tables = self._continued(cursor)  # this call's alone until stored or published
+        known = {key: compiled for key, compiled in itertools.chain(
+            list(self._latest.schemas.values()), tables.schemas.values())}
         declared: dict[str, Any] = {}  # name -> its last listed outputSchema, in list order
         for tool in listed:
             name = tool.get("name") if isinstance(tool, dict) else None
             if type(name) is not str:
                 continue
             assert isinstance(tool, dict)
-            schemas.pop(name, None)
-            rejected.pop(name, None)
+            tables.schemas.pop(name, None)
+            tables.rejected.pop(name, None)
             declared.pop(name, None)
             if "outputSchema" in tool:
                 declared[name] = tool["outputSchema"]
@@ -121,19 +178,37 @@ class OutputSchemas:
         for name in itertools.islice(declared, max(0, len(declared) - self.max_tools), None):
             entry = _compile(declared[name], known)
             if isinstance(entry, str):
-                rejected[name] = entry
+                tables.rejected[name] = entry
                 continue
-            schemas[name] = entry
+            tables.schemas[name] = entry
             known[entry[0]] = entry[1]
-        for table in (schemas, rejected):
+        for table in (tables.schemas, tables.rejected):
             while len(table) > self.max_tools:
                 del table[next(iter(table))]
-        self._schemas, self.rejected = schemas, rejected
+        next_cursor = result.get("nextCursor")
+        if isinstance(next_cursor, str):
+            remember(self._listings, next(self._serials), (next_cursor, tables),
+                     self.max_listings)
+        else:
+            self._latest = tables
+
+    def _continued(self, cursor: object) -> _Tables:
+        """The tables a page fetched with ``cursor`` fills, taken from whoever else could."""
+        if cursor is None:
+            return _Tables()
+        # A cursor is an opaque token (server/utilities/pagination.mdx): the one thing that
+        # ties a page to the listing it continues is the string the previous page gave.
+        for serial, (awaited, tables) in list(self._listings.items()):
+            # Of two threads taking the same listing, the one whose pop finds it has it.
+            if awaited == cursor and self._listings.pop(serial, None) is not None:
+                return tables
+        return self._latest.copy()
 
     def check(self, tool: str, result: JsonObject) -> StructuredContentError | None:
         """Why a complete ``tools/call`` result of ``tool`` breaks its output schema, or
         ``None`` (no schema remembered, an error result, or a result that conforms)."""
-        entry = self._schemas.get(tool)
+        tables = self._latest
+        entry = tables.schemas.get(tool)
         if entry is None or result.get("isError") is True:
             return None
         if "structuredContent" not in result:
@@ -144,7 +219,7 @@ class OutputSchemas:
         try:
             problem = entry[1].problem(result["structuredContent"])
         except Exception as exc:  # the peer's schema fails only when used (see module doc)
-            self._drop(tool, entry, f"outputSchema cannot be used: {type(exc).__name__}")
+            _drop(tables, tool, entry, f"outputSchema cannot be used: {type(exc).__name__}")
             return None
         if problem is None:
             return None
@@ -153,13 +228,15 @@ class OutputSchemas:
             result=result,
         )
 
-    def _drop(self, tool: str, entry: tuple[bytes, CompiledSchema], reason: str) -> None:
-        """Stop using ``tool``'s schema (unless a listing replaced it meanwhile): in place, as
-        a listing made meanwhile swapped in tables of its own."""
-        schemas = self._schemas
-        if schemas.get(tool) is entry:
-            schemas.pop(tool, None)
-            self.rejected[tool] = reason
+
+def _drop(tables: _Tables, tool: str, entry: tuple[bytes, CompiledSchema], reason: str) -> None:
+    """Stop using ``tool``'s schema in the tables that gave it: in place, one atomic dict
+    operation at a time, refused first (a copy made between the two may show the tool in
+    both tables, and then drops its schema when it fails again), and only if it is still the
+    schema they hold. A listing completed meanwhile has tables of its own."""
+    if tables.schemas.get(tool) is entry:
+        tables.rejected[tool] = reason
+        tables.schemas.pop(tool, None)
 
 
 def _compile(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
 import urllib.request
 from typing import Any
 
@@ -69,12 +70,12 @@ def test_nothing_is_checked_before_a_listing() -> None:
 def test_a_listing_replaces_the_schemas_and_a_page_adds_to_them() -> None:
     schemas = OutputSchemas()
     schemas.learn(_listing(forecast=SCHEMA))
-    compiled = schemas._schemas["forecast"][1]
+    compiled = schemas._latest.schemas["forecast"][1]
     schemas.learn(_listing(forecast=dict(SCHEMA), other=SCHEMA))
-    assert schemas._schemas["forecast"][1] is compiled  # compiled once per schema
+    assert schemas._latest.schemas["forecast"][1] is compiled  # compiled once per schema
     schemas.learn(_listing(other=SCHEMA))
     assert schemas.schema_for("forecast") is None and len(schemas) == 1
-    schemas.learn(_listing(forecast=SCHEMA), page=True)
+    schemas.learn(_listing(forecast=SCHEMA), cursor="2")
     assert len(schemas) == 2
     schemas.learn({"tools": "none"})
     assert len(schemas) == 0
@@ -105,7 +106,7 @@ def test_a_listing_compiles_and_keeps_at_most_max_tools_schemas(monkeypatch: Any
     assert len(compiled) == 2
     assert [n for n in many if schemas.schema_for(n) is not None] == ["t48", "t49"]
     bad = {f"b{i}": {"type": "nope"} for i in range(50)}
-    schemas.learn(_listing(**bad), page=True)
+    schemas.learn(_listing(**bad), cursor="2")
     assert len(schemas.rejected) <= 2 and len(compiled) == 4
 
 
@@ -265,3 +266,133 @@ def test_a_local_ref_to_a_clean_definition_is_used() -> None:
     schemas.learn(_listing(rows=schema))
     assert schemas.rejected == {}
     assert isinstance(schemas.check("rows", _result({"pattern": 5})), StructuredContentError)
+
+
+NUMBER = SCHEMA
+TEXT = {"type": "object", "properties": {"temp": {"type": "string"}}, "required": ["temp"]}
+
+
+def _page(next_cursor: str | None = None, **schemas: Any) -> dict[str, Any]:
+    """A tools/list result; ``next_cursor``: more pages follow."""
+    page = _listing(**schemas)
+    if next_cursor is not None:
+        page["nextCursor"] = next_cursor
+    return page
+
+
+def _listed(schemas: OutputSchemas) -> dict[str, Any]:
+    """The schemas remembered, by tool (of the tools these tests list)."""
+    names = ("forecast", "report", "summary", "a", "b", "c", "d", "e", "x", "x2", "z", "z2")
+    return {name: schemas.schema_for(name) for name in names
+            if schemas.schema_for(name) is not None}
+
+
+def test_two_paged_listings_that_interleave_each_keep_their_own_pages() -> None:
+    # Two listings in flight at once (two threads or tasks of one client): each page
+    # continues its own listing, and a listing is used once its last page is in, whole.
+    driver = _driver()
+    listings = [driver.new_flow("tools/list", None) for _ in "ab"]
+    sent = [flow.start(0.0)[-1] for flow in listings]
+
+    def answer(flow: ClientFlow, send: Any, result: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "id": send.request_id, "result": result}
+        assert isinstance(flow.handle(ResponseReceived(message=message), 0.0)[-1], Complete)
+
+    def next_page(cursor: str, result: dict[str, Any]) -> None:
+        flow = driver.new_flow("tools/list", {"cursor": cursor})
+        answer(flow, flow.start(0.0)[-1], result)
+
+    def call(temp: object) -> Any:
+        return _answer(driver.new_flow("tools/call", {"name": "forecast"}),
+                       _result({"temp": temp}))
+
+    schemas = driver.output_schemas
+    answer(listings[0], sent[0], _page("a2", forecast=NUMBER))
+    answer(listings[1], sent[1], _page("b2", forecast=TEXT))  # the tools changed meanwhile
+    assert _listed(schemas) == {}  # neither listing is complete
+    next_page("a2", _page(report=SCHEMA))
+    assert _listed(schemas) == {"forecast": NUMBER, "report": SCHEMA}
+    assert isinstance(call(21.5), Complete)
+    next_page("b2", _page(summary=SCHEMA))
+    assert _listed(schemas) == {"forecast": TEXT, "summary": SCHEMA}  # the last one wins
+    assert isinstance(call(21.5), Fail) and isinstance(call("warm"), Complete)
+
+
+def test_listings_given_the_same_cursors_each_continue_one() -> None:
+    # A server's cursors may be the same for every listing ("page 2"): a page continues the
+    # listing that has waited longest for its cursor.
+    schemas = OutputSchemas()
+    schemas.learn(_page("2", a=NUMBER))
+    schemas.learn(_page("2", a=TEXT))
+    schemas.learn(_page("3", b=NUMBER), cursor="2")
+    schemas.learn(_page(c=NUMBER), cursor="2")
+    assert _listed(schemas) == {"a": TEXT, "c": NUMBER}
+    schemas.learn(_page(d=NUMBER), cursor="3")
+    assert _listed(schemas) == {"a": NUMBER, "b": NUMBER, "d": NUMBER}
+    schemas.learn(_page(e=NUMBER), cursor="3")  # no listing waits for it: it adds
+    assert _listed(schemas) == {"a": NUMBER, "b": NUMBER, "d": NUMBER, "e": NUMBER}
+
+
+def test_at_most_max_listings_wait_for_their_next_page() -> None:
+    # Listings whose next page is never fetched (the caller wanted the first page only) are
+    # forgotten, the oldest first: a page of a forgotten listing adds to the latest one.
+    schemas = OutputSchemas(max_listings=2)
+    for name in "xyz":
+        schemas.learn(_page(name, **{name: NUMBER}))
+    assert len(schemas._listings) == 2 and _listed(schemas) == {}
+    schemas.learn(_page(x2=NUMBER), cursor="x")
+    assert _listed(schemas) == {"x2": NUMBER}
+    schemas.learn(_page(z2=TEXT), cursor="z")
+    assert _listed(schemas) == {"z": NUMBER, "z2": TEXT}
+    with pytest.raises(ValueError, match="max_listings"):
+        OutputSchemas(max_listings=0)
+
+
+def test_a_listing_checked_in_one_thread_holds_no_other_up(monkeypatch: Any) -> None:
+    # The sync client shares the table across threads: a listing whose schemas are being
+    # checked does not stop another from completing, and the one completed last is used
+    # whole, not mixed with the other's pages.
+    import mrtr_core.client.outputs as outputs
+
+    compile_one = outputs._compile
+    inside, go_on = threading.Event(), threading.Event()
+
+    def held(schema: Any, known: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            inside.set()
+            assert go_on.wait(30)
+        return compile_one(schema, known)
+
+    monkeypatch.setattr(outputs, "_compile", held)
+    schemas = OutputSchemas()
+    schemas.learn(_page("a2", forecast=NUMBER))
+    schemas.learn(_page("b2", forecast=TEXT))
+    other = threading.Thread(target=schemas.learn, args=(_page(report=SCHEMA),),
+                             kwargs={"cursor": "a2"})
+    other.start()
+    assert inside.wait(30)
+    schemas.learn(_page(summary=SCHEMA), cursor="b2")
+    assert _listed(schemas) == {"forecast": TEXT, "summary": SCHEMA}
+    go_on.set()
+    other.join(30)
+    assert _listed(schemas) == {"forecast": NUMBER, "report": SCHEMA}
+
+
+def test_a_schema_dropped_as_another_listing_completes_leaves_that_listing_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A call finds its schema unusable as another thread's listing completes: the schema is
+    # dropped from the tables that gave it; the new listing's own schema for the tool stays
+    # in use, and that listing refuses nothing.
+    schemas = OutputSchemas()
+    schemas.learn(_listing(forecast={"$ref": "#/$defs/none"}))
+    used = CompiledSchema.problem
+
+    def meanwhile(self: CompiledSchema, instance: Any) -> Any:
+        schemas.learn(_listing(forecast=SCHEMA))
+        return used(self, instance)
+
+    monkeypatch.setattr(CompiledSchema, "problem", meanwhile)
+    assert schemas.check("forecast", _result({"temp": 1})) is None
+    assert schemas.schema_for("forecast") == SCHEMA
+    assert "forecast" not in schemas.rejected
