@@ -365,7 +365,8 @@ class ClientBase(Generic[H]):
             server/tools.mdx § Output Schema): one without ``structuredContent``, or with
             one the schema does not accept, fails the call with
             :class:`~mrtr_core.errors.StructuredContentError`. The schemas are those of the
-            latest ``tools/list`` made through this client (:attr:`output_schemas`); the
+            latest ``tools/list`` made through this client (:attr:`output_schemas`; a
+            paged listing's pages so far count until its last page is in); the
             client never lists on its own, so without a listing nothing is checked. A
             listed schema that is not a valid JSON Schema 2020-12 is not used (see
             :mod:`mrtr_core.client.outputs`). ``False``: results are not checked and

@@ -4,7 +4,9 @@ A tool may declare an ``outputSchema``; the server MUST then return structured r
 conform to it, and clients SHOULD validate them (server/tools.mdx § Output Schema).
 :class:`OutputSchemas` remembers the schemas of the tools the latest listing named (a listing
 is a first page and the pages its ``nextCursor`` leads to; the one completed last replaces
-them all, once its last page is in, and listings running at once keep their pages apart), and
+them all, once its last page is in, and listings running at once keep their pages apart; a
+tool that one neither gives a schema nor refuses one takes the schema the pages so far of a
+listing begun after it gave, as a caller may never fetch the last page), and
 judges each complete ``tools/call`` result of such a tool that is not an error
 (``isError: true``): it must carry ``structuredContent`` the schema accepts, else the call
 fails with :class:`~mrtr_core.errors.StructuredContentError`. Nothing is listed on the
@@ -56,28 +58,36 @@ MAX_LISTINGS: Final = 8
 
 class _Tables:
     """The schemas one listing names, and the tools whose schema it refuses, each in the
-    order the listing gave them (the oldest first).
+    order the listing gave them (the oldest first); ``begun`` orders listings by their first
+    page.
 
-    A listing fills its own while its pages come in, and nothing else sees them until they
-    are published as the latest. Published ones change only by :func:`_drop`, one atomic
-    dict operation at a time, so a reader copies them (one atomic ``dict()``) before going
-    through them.
+    A page fills tables of its own, and nothing else sees them until they are published (as
+    the latest, or as the pages so far of a listing that goes on). Published ones change only
+    by :func:`_drop`, one atomic dict operation at a time, so a reader copies them (one
+    atomic ``dict()``) before going through them.
     """
 
-    __slots__ = ("rejected", "schemas")
+    __slots__ = ("begun", "rejected", "schemas")
 
     def __init__(
         self,
+        begun: int,
         schemas: dict[str, tuple[bytes, CompiledSchema]] | None = None,
         rejected: dict[str, str] | None = None,
     ) -> None:
+        self.begun = begun
         # Tool name -> (the schema's marshal bytes, its compiled form).
         self.schemas: dict[str, tuple[bytes, CompiledSchema]] = schemas or {}
         self.rejected: dict[str, str] = rejected or {}
 
-    def copy(self) -> _Tables:
-        """Tables of another listing, starting with these entries."""
-        return _Tables(dict(self.schemas), dict(self.rejected))
+    def copy(self, begun: int) -> _Tables:
+        """Tables for the next page of a listing begun at ``begun``, starting with these
+        entries."""
+        return _Tables(begun, dict(self.schemas), dict(self.rejected))
+
+    def entry(self, tool: str) -> tuple[bytes, CompiledSchema] | str | None:
+        """``tool``'s schema, why the listing refuses it, or ``None`` (it names neither)."""
+        return self.schemas.get(tool) or self.rejected.get(tool)
 
 
 class OutputSchemas:
@@ -89,6 +99,11 @@ class OutputSchemas:
     time: a page continues the listing that waits for its ``cursor`` (the one that has waited
     longest, when several do), so their pages never mix. A page no listing waits for (one
     forgotten, or begun elsewhere) adds its tools to the latest listing's.
+
+    A caller may never fetch a listing's last page. A tool the latest completed listing
+    gives no schema and refuses none is checked against the schema the pages so far of the
+    listing begun last that names it gave, among those begun after the completed one (a
+    listing begun before it is older than the whole it gave).
 
     Shared by the calls of one client, in any threads: a listing fills tables of its own and
     swaps them in; each step that other threads could see is one atomic operation (a
@@ -109,10 +124,14 @@ class OutputSchemas:
         positive_int("max_listings", max_listings)
         self.max_tools = max_tools
         self.max_listings = max_listings
-        self._latest = _Tables()
+        self._latest = _Tables(-1)
         # Listings waiting for a page, oldest first: serial -> (the cursor it waits for, its
         # tables). The serials tell apart listings that wait for the same cursor.
         self._listings: OrderedDict[int, tuple[str, _Tables]] = OrderedDict()
+        # The pages so far of the listings not completed (what checks use meanwhile): begun
+        # -> tables. A page taken from _listings leaves its listing's here until it
+        # publishes the next, so a check never finds the listing gone.
+        self._partial: OrderedDict[int, _Tables] = OrderedDict()
         self._serials = itertools.count()
 
     def __len__(self) -> int:
@@ -124,9 +143,27 @@ class OutputSchemas:
         return MappingProxyType(self._latest.rejected)
 
     def schema_for(self, tool: str) -> Any:
-        """The remembered ``outputSchema`` of ``tool`` (as listed), or ``None``."""
-        entry = self._latest.schemas.get(tool)
-        return None if entry is None else entry[1].schema
+        """The ``outputSchema`` ``tool``'s results are checked against (as listed), or
+        ``None``."""
+        found = self._used(tool)
+        return None if found is None else found[1][1].schema
+
+    def _used(self, tool: str) -> tuple[_Tables, tuple[bytes, CompiledSchema]] | None:
+        """The schema ``tool``'s results are checked against, with the tables that gave it
+        (see the class doc), or ``None``."""
+        tables = self._latest
+        entry = tables.entry(tool)
+        if entry is None:
+            since = tables.begun
+            # Newest first: the first listing begun after the latest that names the tool.
+            for partial in sorted(list(self._partial.values()), key=_begun, reverse=True):
+                if partial.begun <= since:
+                    break
+                entry = partial.entry(tool)
+                if entry is not None:
+                    tables = partial
+                    break
+        return (tables, entry) if isinstance(entry, tuple) else None
 
     def result_check(self, method: object, params: object) -> ResultCheck | None:
         """What a flow of ``method`` with ``params`` runs on its complete result (see
@@ -187,30 +224,36 @@ class OutputSchemas:
                 del table[next(iter(table))]
         next_cursor = result.get("nextCursor")
         if isinstance(next_cursor, str):
+            if tables.begun in self._partial:
+                self._partial[tables.begun] = tables
+            else:
+                remember(self._partial, tables.begun, tables, self.max_listings)
             remember(self._listings, next(self._serials), (next_cursor, tables),
                      self.max_listings)
         else:
             self._latest = tables
+            self._partial.pop(tables.begun, None)  # no longer begun after the latest
 
     def _continued(self, cursor: object) -> _Tables:
-        """The tables a page fetched with ``cursor`` fills, taken from whoever else could."""
+        """The tables a page fetched with ``cursor`` fills (its own: checks may be reading
+        those of the pages before it), taken from whoever else could."""
         if cursor is None:
-            return _Tables()
+            return _Tables(next(self._serials))
         # A cursor is an opaque token (server/utilities/pagination.mdx): the one thing that
         # ties a page to the listing it continues is the string the previous page gave.
         for serial, (awaited, tables) in list(self._listings.items()):
             # Of two threads taking the same listing, the one whose pop finds it has it.
             if awaited == cursor and self._listings.pop(serial, None) is not None:
-                return tables
-        return self._latest.copy()
+                return tables.copy(tables.begun)
+        return self._latest.copy(next(self._serials))
 
     def check(self, tool: str, result: JsonObject) -> StructuredContentError | None:
         """Why a complete ``tools/call`` result of ``tool`` breaks its output schema, or
         ``None`` (no schema remembered, an error result, or a result that conforms)."""
-        tables = self._latest
-        entry = tables.schemas.get(tool)
-        if entry is None or result.get("isError") is True:
+        found = self._used(tool)
+        if found is None or result.get("isError") is True:
             return None
+        tables, entry = found
         if "structuredContent" not in result:
             return StructuredContentError(
                 tool, "the tool declares an outputSchema, but the result carries no "
@@ -227,6 +270,10 @@ class OutputSchemas:
             tool, f"structuredContent does not match the tool's outputSchema: {problem}",
             result=result,
         )
+
+
+def _begun(tables: _Tables) -> int:
+    return tables.begun
 
 
 def _drop(tables: _Tables, tool: str, entry: tuple[bytes, CompiledSchema], reason: str) -> None:

@@ -226,6 +226,17 @@ def test_a_new_listing_replaces_the_remembered_schemas(rt: Runtime) -> None:
     assert rt.call(h, "call_tool", "forecast").unwrap() == forecast()
 
 
+def test_the_first_page_of_a_listing_alone_checks_its_tools(rt: Runtime) -> None:
+    # A caller that fetches only the first page of a paged listing (it wanted a few tools)
+    # still has those tools' results checked, until a whole listing is in.
+    server = ScriptedServer([listing(forecast=FORECAST_SCHEMA) | {"nextCursor": "2"},
+                             forecast({"temp": "warm"})])
+    h = rt.client(server)
+    rt.call(h, "request", "tools/list").unwrap()
+    wrong = error_of(rt.call(h, "call_tool", "forecast"), StructuredContentError)
+    assert wrong.last_result == forecast({"temp": "warm"})
+
+
 def test_an_invalid_output_schema_from_the_server_is_not_used(rt: Runtime) -> None:
     server = ScriptedServer([listing(forecast={"type": "nope"}, looping={"$ref": "#"}),
                              forecast(), tool_result("looped", structuredContent={})])

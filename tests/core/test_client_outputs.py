@@ -309,7 +309,7 @@ def test_two_paged_listings_that_interleave_each_keep_their_own_pages() -> None:
     schemas = driver.output_schemas
     answer(listings[0], sent[0], _page("a2", forecast=NUMBER))
     answer(listings[1], sent[1], _page("b2", forecast=TEXT))  # the tools changed meanwhile
-    assert _listed(schemas) == {}  # neither listing is complete
+    assert _listed(schemas) == {"forecast": TEXT}  # neither is complete: the newer is used
     next_page("a2", _page(report=SCHEMA))
     assert _listed(schemas) == {"forecast": NUMBER, "report": SCHEMA}
     assert isinstance(call(21.5), Complete)
@@ -339,7 +339,8 @@ def test_at_most_max_listings_wait_for_their_next_page() -> None:
     schemas = OutputSchemas(max_listings=2)
     for name in "xyz":
         schemas.learn(_page(name, **{name: NUMBER}))
-    assert len(schemas._listings) == 2 and _listed(schemas) == {}
+    assert len(schemas._listings) == len(schemas._partial) == 2
+    assert _listed(schemas) == {"z": NUMBER}  # x is forgotten (y is no name _listed knows)
     schemas.learn(_page(x2=NUMBER), cursor="x")
     assert _listed(schemas) == {"x2": NUMBER}
     schemas.learn(_page(z2=TEXT), cursor="z")
@@ -348,10 +349,9 @@ def test_at_most_max_listings_wait_for_their_next_page() -> None:
         OutputSchemas(max_listings=0)
 
 
-def test_a_listing_checked_in_one_thread_holds_no_other_up(monkeypatch: Any) -> None:
-    # The sync client shares the table across threads: a listing whose schemas are being
-    # checked does not stop another from completing, and the one completed last is used
-    # whole, not mixed with the other's pages.
+def _compile_held_in_threads(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
+    """Make a thread other than the main one that compiles a schema set the first event and
+    wait for the second."""
     import mrtr_core.client.outputs as outputs
 
     compile_one = outputs._compile
@@ -364,6 +364,14 @@ def test_a_listing_checked_in_one_thread_holds_no_other_up(monkeypatch: Any) -> 
         return compile_one(schema, known)
 
     monkeypatch.setattr(outputs, "_compile", held)
+    return inside, go_on
+
+
+def test_a_listing_checked_in_one_thread_holds_no_other_up(monkeypatch: Any) -> None:
+    # The sync client shares the table across threads: a listing whose schemas are being
+    # checked does not stop another from completing, and the one completed last is used
+    # whole, not mixed with the other's pages.
+    inside, go_on = _compile_held_in_threads(monkeypatch)
     schemas = OutputSchemas()
     schemas.learn(_page("a2", forecast=NUMBER))
     schemas.learn(_page("b2", forecast=TEXT))
@@ -396,3 +404,51 @@ def test_a_schema_dropped_as_another_listing_completes_leaves_that_listing_alone
     assert schemas.check("forecast", _result({"temp": 1})) is None
     assert schemas.schema_for("forecast") == SCHEMA
     assert "forecast" not in schemas.rejected
+
+
+def test_the_pages_of_a_listing_never_completed_are_checked() -> None:
+    # A caller may fetch only the first page(s) of a paged listing: a tool those pages list
+    # is checked against the schema they gave (the listing begun last that lists it decides),
+    # while no completed listing gives that tool a schema; a completed listing decides for
+    # its own tools, and listings begun before it are not used for the others.
+    schemas = OutputSchemas()
+
+    def refused(tool: str, temp: object) -> bool:
+        return isinstance(schemas.check(tool, _result({"temp": temp})), StructuredContentError)
+
+    schemas.learn(_page("a2", forecast=NUMBER))
+    assert refused("forecast", "warm") and not refused("forecast", 21.5)
+    assert schemas.schema_for("forecast") == NUMBER
+    schemas.learn(_page("a3", report=NUMBER, bad={"type": "nope"}), cursor="a2")
+    assert refused("forecast", "warm") and refused("report", "warm")
+    assert schemas.check("bad", _result({"temp": "warm"})) is None
+    schemas.learn(_page("b2", forecast=TEXT))  # a listing begun later: the tools changed
+    assert refused("forecast", 21.5) and not refused("forecast", "warm")
+    assert refused("report", "warm")  # only the older listing lists it
+    schemas.learn(_page(summary=TEXT), cursor="b2")  # that listing completes
+    schemas.learn(_page("c2", forecast=NUMBER, summary=NUMBER, extra=NUMBER))
+    assert refused("forecast", 21.5) and refused("summary", 21.5)  # the completed one decides
+    assert refused("extra", "warm")  # a listing begun after it lists the tool
+    assert not refused("report", "warm")  # the listing that lists it began before
+    assert _listed(schemas) == {"forecast": TEXT, "summary": TEXT}
+
+
+def test_a_listing_stays_in_use_while_another_thread_learns_its_next_page(
+    monkeypatch: Any,
+) -> None:
+    # The pages learned so far are what checks use until the next page is in: a thread
+    # checking a call while another learns that page finds them still in use.
+    inside, go_on = _compile_held_in_threads(monkeypatch)
+    schemas = OutputSchemas()
+    schemas.learn(_page("a2", forecast=NUMBER))
+    other = threading.Thread(target=schemas.learn, args=(_page("a3", report=SCHEMA),),
+                             kwargs={"cursor": "a2"})
+    other.start()
+    try:
+        assert inside.wait(30)
+        meanwhile = schemas.check("forecast", _result({"temp": "warm"}))
+    finally:
+        go_on.set()
+        other.join(30)
+    assert isinstance(meanwhile, StructuredContentError)
+    assert _listed(schemas) == {"forecast": NUMBER, "report": SCHEMA}
