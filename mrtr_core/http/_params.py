@@ -11,10 +11,13 @@ matches the body (-32020 otherwise), comparing integers numerically.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
+from mrtr_core._checks import positive_int
+from mrtr_core._memo import remember
 from mrtr_core.http._headers import (
     HeaderMismatchError,
     decode_header_value,
@@ -247,15 +250,29 @@ class ParamHeaderRegistry:
     listed tools and drops tools with invalid annotations from the result (MUST, § Schema
     Extension). :meth:`headers_for` gives the ``Mcp-Param-*`` headers of a ``tools/call``.
 
+    What it learns is kept tool by tool, each from the latest page that named the tool: a
+    page adds to it, whatever listing the page belongs to, and never forgets the tools it
+    does not name. So listings running at once cannot mix (a tool's annotations all come
+    from one page), and the pages of a listing whose last page is never fetched count.
+
+    Shared by the connections of one client, in any threads: each change is one atomic
+    operation (a ``pop``, an assignment, a ``popitem``), so no lock is held.
+
     Args:
-        max_tools: Most tools remembered (the oldest are forgotten first).
+        max_tools: Most tools remembered, and most tools remembered as dropped (the oldest
+            are forgotten first).
+
+    Raises:
+        ValueError: ``max_tools`` is not a positive integer.
     """
 
     def __init__(self, *, max_tools: int = 10_000) -> None:
+        positive_int("max_tools", max_tools)
         self.max_tools = max_tools
-        self._schemas: dict[str, Mapping[str, Any]] = {}
-        self.rejected: dict[str, str] = {}
-        """Tools dropped from ``tools/list`` and why (for logging)."""
+        self._schemas: OrderedDict[str, Mapping[str, Any]] = OrderedDict()
+        self.rejected: OrderedDict[str, str] = OrderedDict()
+        """Tools dropped from ``tools/list`` and why (for logging): the last ``max_tools``,
+        the oldest first."""
 
     def observe(self, request: Mapping[str, Any], response: dict[str, Any]) -> dict[str, Any]:
         """Learn from a ``tools/list`` response; returns it with invalid tools removed."""
@@ -275,8 +292,9 @@ class ParamHeaderRegistry:
             try:
                 paths = param_header_paths(schema)
             except ValueError as exc:
-                self.rejected[name] = str(exc)
                 self._schemas.pop(name, None)
+                self.rejected.pop(name, None)  # dropped again: the newest
+                remember(self.rejected, name, str(exc), self.max_tools)
                 continue
             self._remember(name, schema if paths else None)
             kept.append(tool)
@@ -301,8 +319,5 @@ class ParamHeaderRegistry:
     def _remember(self, name: str, schema: Mapping[str, Any] | None) -> None:
         self._schemas.pop(name, None)
         self.rejected.pop(name, None)
-        if schema is None:
-            return
-        self._schemas[name] = schema
-        while len(self._schemas) > self.max_tools:
-            del self._schemas[next(iter(self._schemas))]
+        if schema is not None:
+            remember(self._schemas, name, schema, self.max_tools)

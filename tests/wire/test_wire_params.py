@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 from wire_helpers import RawClient, call_tool, mcp_headers, serve
 
@@ -222,6 +224,94 @@ def test_registry_is_bounded():
         registry.observe({"method": "tools/list"}, listing({"name": name, "inputSchema": SCHEMA}))
     assert registry.headers_for(call_tool("a", 1, region="x")) == []
     assert registry.headers_for(call_tool("c", 1, region="x")) == [("Mcp-Param-Region", "x")]
+
+
+def _broken(name):
+    """A tool whose annotation breaks the header rules (dropped from tools/list)."""
+    return {"name": name, "inputSchema": {
+        "type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}}
+
+
+def test_registry_keeps_at_most_max_tools_dropped_tools():
+    # A hostile server listing new broken tools on every page grew the table of dropped
+    # tools without bound: it keeps the last max_tools, the oldest going first.
+    registry = ParamHeaderRegistry(max_tools=2)
+    for page in range(3):
+        registry.observe({"method": "tools/list", "params": {"cursor": str(page)}},
+                         listing(*(_broken(f"t{page}-{i}") for i in range(5))))
+    assert list(registry.rejected) == ["t2-3", "t2-4"]
+    registry.observe({"method": "tools/list"}, listing(_broken("t2-3")))
+    assert list(registry.rejected) == ["t2-4", "t2-3"]  # dropped again: the newest
+
+
+class _Racing(OrderedDict):
+    """A table another thread trims, once, just as this one removes its oldest entry (the
+    same entry: both saw the table too long)."""
+
+    def __init__(self, other_thread):
+        super().__init__()
+        self.other_thread = other_thread
+
+    def _race(self):
+        other_thread, self.other_thread = self.other_thread, None
+        if other_thread is not None:
+            other_thread()
+
+    def __delitem__(self, key):
+        self._race()
+        super().__delitem__(key)
+
+    def popitem(self, last=True):
+        self._race()
+        return super().popitem(last)
+
+
+@pytest.mark.parametrize("table", ["_schemas", "rejected"])
+def test_registry_trims_safely_while_another_thread_trims(table):
+    # Threads share the registry (one per connection): two that both find a table too long
+    # each remove its oldest entry, and the one that comes second must not fail on it.
+    tool = {"schemas": {"name": "x", "inputSchema": SCHEMA}, "rejected": _broken("x")}
+    kind = "schemas" if table == "_schemas" else "rejected"
+    registry = ParamHeaderRegistry(max_tools=2)
+
+    def other_thread():
+        getattr(registry, table).popitem(last=False)
+
+    setattr(registry, table, _Racing(other_thread))
+    for name in "abc":
+        registry.observe({"method": "tools/list"}, listing({**tool[kind], "name": name}))
+    assert len(getattr(registry, table)) <= 2 and "c" in getattr(registry, table)
+
+
+def test_registry_max_tools_must_be_a_positive_integer():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_tools"):
+            ParamHeaderRegistry(max_tools=bad)
+
+
+def test_registry_two_interleaved_paged_listings_keep_each_tools_latest_annotations():
+    # Unlike output schemas, the annotations learned are kept tool by tool (a listing adds to
+    # them; it never replaces those of tools it does not name), each from the latest page
+    # that named the tool: listings running at once cannot leave a tool without its headers
+    # or give it another listing's, and pages of a listing never completed count at once.
+    zone = {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}}
+    registry = ParamHeaderRegistry()
+
+    def page(cursor, *tools):
+        params = {} if cursor is None else {"cursor": cursor}
+        response = listing(*tools)
+        registry.observe({"method": "tools/list", "params": params}, response)
+
+    page(None, {"name": "deploy", "inputSchema": SCHEMA})  # listing A, page 1
+    page(None, {"name": "deploy", "inputSchema": zone})  # listing B, page 1: deploy changed
+    page("a2", {"name": "report", "inputSchema": SCHEMA})  # A's last page
+    page("b2", {"name": "summary", "inputSchema": zone})  # B's last page
+    arguments = {"region": "eu", "zone": "z1"}
+    assert registry.headers_for(call_tool("deploy", 1, **arguments)) == [("Mcp-Param-Zone", "z1")]
+    assert registry.headers_for(call_tool("report", 2, **arguments)) == [
+        ("Mcp-Param-Region", "eu")]
+    assert registry.headers_for(call_tool("summary", 3, **arguments)) == [
+        ("Mcp-Param-Zone", "z1")]
 
 
 def test_client_connection_mirrors_arguments_after_tools_list():
