@@ -183,16 +183,25 @@ def run_call(
 def _learn_tools(client: Client, *, max_pages: int = 20) -> None:
     """List the server's tools, so that the HTTP transport knows which arguments it must
     mirror into ``Mcp-Param-*`` headers (``x-mcp-header``); a server whose tools/list fails
-    is called without them."""
-    cursor = None
+    is called without them.
+
+    A cursor is an opaque string (server/utilities/pagination.mdx): each ``nextCursor`` is
+    sent back as it came, ``""`` too (the client MUST NOT assume a format or modify one), and
+    only a missing one ends the listing. A cursor already followed names a position already
+    listed (servers SHOULD keep cursors stable), so the listing stops there too.
+    """
+    params: dict[str, str] = {}
+    followed: set[str] = set()
     for _ in range(max_pages):
         try:
-            page = client.request("tools/list", {"cursor": cursor} if cursor else {})
+            page = client.request("tools/list", params)
         except JsonRpcError:
             return
         cursor = page.get("nextCursor")
-        if not isinstance(cursor, str):
+        if not isinstance(cursor, str) or cursor in followed:
             return
+        followed.add(cursor)
+        params = {"cursor": cursor}
 
 
 # What gives this client each capability a server may require (-32021, digest S7).

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from mrtr_core.app import drive_sync
 from mrtr_core.client.limits import ClientLimits
+from mrtr_core.http import ParamHeaderRegistry
 
 NOW = 1_800_000_000.0
 
@@ -259,3 +260,41 @@ def test_declined_sampling_stops_without_an_error_channel(terminal: Any) -> None
     assert "Stopped: you declined the sampling request (input llm" in ui
     assert "MRTR has no way to tell the server" in ui
     assert "round 2" not in ui
+
+
+@pytest.mark.parametrize(("pages", "followed"), [
+    # "" is a cursor like any other: sent back as it came (it was taken for no cursor, and
+    # the first page fetched again, 20 times).
+    ({None: "", "": None}, [None, ""]),
+    ({None: "", "": ""}, [None, ""]),  # a cursor already followed leads nowhere new
+    ({None: "2", "2": "3", "3": "2"}, [None, "2", "3"]),
+    ({None: "2", "2": None}, [None, "2"]),
+])
+def test_the_tools_are_listed_by_each_next_cursor_as_given(
+    pages: dict[str | None, str | None], followed: list[str | None],
+) -> None:
+    # Before a call over HTTP the tools are listed (for their Mcp-Param-* arguments): a cursor
+    # is an opaque string (server/utilities/pagination.mdx), and only a missing nextCursor
+    # ends the listing.
+    cursors: list[str | None] = []
+
+    def server(message: dict[str, Any]) -> dict[str, Any]:
+        if message["method"] != "tools/list":
+            return {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+        cursor = message["params"].get("cursor")
+        cursors.append(cursor)
+        result: dict[str, Any] = {"tools": []}
+        if pages[cursor] is not None:
+            result["nextCursor"] = pages[cursor]
+        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+    class Http(MemoryTransport):
+        param_headers = ParamHeaderRegistry()
+
+    out, ui = console(), console()
+    reporter = RoundReporter(ui)
+    with build_client(Http(server), Inputs(console=ui), on_event=reporter,
+                      limits=ClientLimits()) as client:
+        status = run_call(client, tool("anything"), out=out, ui=ui, reporter=reporter)
+    assert status == EXIT_OK
+    assert cursors == followed
