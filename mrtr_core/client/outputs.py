@@ -73,17 +73,19 @@ class _Tables:
         self,
         begun: int,
         schemas: dict[str, tuple[bytes, CompiledSchema]] | None = None,
-        rejected: dict[str, str] | None = None,
+        rejected: OrderedDict[str, str] | None = None,
     ) -> None:
         self.begun = begun
         # Tool name -> (the schema's marshal bytes, its compiled form).
         self.schemas: dict[str, tuple[bytes, CompiledSchema]] = schemas or {}
-        self.rejected: dict[str, str] = rejected or {}
+        # Tool name -> why: an OrderedDict, whose oldest entry goes in one atomic popitem
+        # when a call finds a published schema unusable (see _drop).
+        self.rejected: OrderedDict[str, str] = rejected or OrderedDict()
 
     def copy(self, begun: int) -> _Tables:
         """Tables for the next page of a listing begun at ``begun``, starting with these
         entries."""
-        return _Tables(begun, dict(self.schemas), dict(self.rejected))
+        return _Tables(begun, dict(self.schemas), OrderedDict(self.rejected))
 
     def entry(self, tool: str) -> tuple[bytes, CompiledSchema] | str | None:
         """``tool``'s schema, why the listing refuses it, or ``None`` (it names neither)."""
@@ -117,10 +119,11 @@ class OutputSchemas:
             caller may never fetch it); the oldest go first.
 
     Raises:
-        ValueError: ``max_listings`` is not a positive integer.
+        ValueError: ``max_tools`` or ``max_listings`` is not a positive integer.
     """
 
     def __init__(self, *, max_tools: int = MAX_TOOLS, max_listings: int = MAX_LISTINGS) -> None:
+        positive_int("max_tools", max_tools)
         positive_int("max_listings", max_listings)
         self.max_tools = max_tools
         self.max_listings = max_listings
@@ -262,7 +265,8 @@ class OutputSchemas:
         try:
             problem = entry[1].problem(result["structuredContent"])
         except Exception as exc:  # the peer's schema fails only when used (see module doc)
-            _drop(tables, tool, entry, f"outputSchema cannot be used: {type(exc).__name__}")
+            _drop(tables, tool, entry, f"outputSchema cannot be used: {type(exc).__name__}",
+                  self.max_tools)
             return None
         if problem is None:
             return None
@@ -276,13 +280,16 @@ def _begun(tables: _Tables) -> int:
     return tables.begun
 
 
-def _drop(tables: _Tables, tool: str, entry: tuple[bytes, CompiledSchema], reason: str) -> None:
+def _drop(
+    tables: _Tables, tool: str, entry: tuple[bytes, CompiledSchema], reason: str, most: int
+) -> None:
     """Stop using ``tool``'s schema in the tables that gave it: in place, one atomic dict
     operation at a time, refused first (a copy made between the two may show the tool in
     both tables, and then drops its schema when it fails again), and only if it is still the
-    schema they hold. A listing completed meanwhile has tables of its own."""
+    schema they hold. A listing completed meanwhile has tables of its own. The refused stay
+    at ``most``, the oldest going first."""
     if tables.schemas.get(tool) is entry:
-        tables.rejected[tool] = reason
+        remember(tables.rejected, tool, reason, most)
         tables.schemas.pop(tool, None)
 
 

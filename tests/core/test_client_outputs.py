@@ -134,6 +134,25 @@ def test_a_schema_that_fails_when_used_is_dropped(schema: Any) -> None:
     assert "cannot be used" in schemas.rejected["forecast"]
 
 
+def test_schemas_dropped_when_used_keep_the_refused_to_max_tools() -> None:
+    # A listing keeps max_tools schemas and refuses at most max_tools; each schema found
+    # unusable when a call uses it joins the refused ones, which grew to twice max_tools.
+    schemas = OutputSchemas(max_tools=2)
+    schemas.learn(_page("2", r1={"type": "nope"}, r2={"type": "nope"}))
+    schemas.learn(_listing(s1={"$ref": "#"}, s2={"$ref": "#"}), cursor="2")
+    assert list(schemas.rejected) == ["r1", "r2"] and len(schemas) == 2
+    for tool in ("s1", "s2"):
+        assert schemas.check(tool, _result({"temp": 1})) is None
+    assert list(schemas.rejected) == ["s1", "s2"] and len(schemas) == 0  # the oldest went
+
+
+@pytest.mark.parametrize("argument", ["max_tools", "max_listings"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "8", None])
+def test_the_bounds_must_be_positive_integers(argument: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=argument):
+        OutputSchemas(**{argument: value})
+
+
 @pytest.mark.parametrize("depth", [1500, 5000])  # past the recursion limit, and marshal's
 def test_too_deep_a_schema_is_not_remembered(depth: int) -> None:
     deep: dict[str, Any] = {}
@@ -345,8 +364,6 @@ def test_at_most_max_listings_wait_for_their_next_page() -> None:
     assert _listed(schemas) == {"x2": NUMBER}
     schemas.learn(_page(z2=TEXT), cursor="z")
     assert _listed(schemas) == {"z": NUMBER, "z2": TEXT}
-    with pytest.raises(ValueError, match="max_listings"):
-        OutputSchemas(max_listings=0)
 
 
 def _compile_held_in_threads(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
