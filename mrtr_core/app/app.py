@@ -230,7 +230,11 @@ class App:
             meta: The tool's ``_meta``: a mapping with string keys that JSON can write.
 
         Each is checked when the decorator runs (``TypeError``/``ValueError`` naming it),
-        copied, and listed in ``tools/list`` under the schema's name only when given.
+        copied, and listed in ``tools/list`` under the schema's name only when given. A
+        schema's ``$ref``s must resolve inside it (no URI is retrieved) and none may loop
+        back without going into the value
+        (:func:`~mrtr_core.server.schemas.reference_problem`): every call is checked against
+        it.
 
         The handler's value becomes the ``CallToolResult`` (see
         :func:`~mrtr_core.app.results.tool_result`); an exception becomes a result with
@@ -796,7 +800,11 @@ class App:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {params.name}",
                                {"name": params.name})
         arguments = dict(params.arguments or {})
-        problem = tool.check_arguments(arguments)
+        try:
+            problem = tool.check_arguments(arguments)
+        except JsonRpcError as exc:  # the tool's own schema failed (-32603): the server's
+            logs.server_failed(msg.method, tool.name, msg.id, exc)
+            raise
         if problem is not None:
             raise JsonRpcError(INVALID_PARAMS,
                                f"invalid arguments for tool {tool.name!r}: {problem}")

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 
 import attrs
 import jsonschema
+from referencing.exceptions import Unresolvable
 
 from mrtr_core._checks import flag, instance_of, optional_text
 from mrtr_core.app._members import (
@@ -29,9 +30,9 @@ from mrtr_core.app._members import (
     failing_member,
     of_kind,
 )
-from mrtr_core.app.results import tool_result
+from mrtr_core.app.results import tool_result, unusable_schema
 from mrtr_core.http import param_header_paths
-from mrtr_core.server.schemas import CompiledSchema
+from mrtr_core.server.schemas import CompiledSchema, reference_problem
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
@@ -166,7 +167,8 @@ def declared_size(owner: str, size: Any) -> int | None:
 
 def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
     """Refuse (``ValueError`` naming the tool and ``member``) a schema that is not a valid
-    JSON Schema 2020-12, or holds a value JSON cannot write."""
+    JSON Schema 2020-12, holds a value JSON cannot write, or has references that cannot be
+    used (:func:`~mrtr_core.server.schemas.reference_problem`)."""
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -181,6 +183,11 @@ def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
         json.dumps(schema, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
+    # Every call checks its arguments (and its result) against the schema: a reference that
+    # resolves nowhere, or a loop of them, would fail each call instead of this one tool.
+    problem = reference_problem(schema)
+    if problem is not None:
+        raise ValueError(f"tool {tool!r}: {member} cannot be used: {problem}")
 
 
 def _given(members: JsonObject) -> JsonObject:
@@ -466,13 +473,20 @@ class ToolDef:
         })
 
     def check_arguments(self, arguments: JsonObject) -> str | None:
-        """Why these arguments do not fit the schema or the handler, or ``None``."""
+        """Why these arguments do not fit the schema or the handler, or ``None``.
+
+        Raises:
+            JsonRpcError: -32603, the ``inputSchema`` itself cannot be used (a ``$ref``
+                that resolves nowhere: :func:`~mrtr_core.app.results.unusable_schema`).
+        """
         try:
             problem = self._schema.problem(arguments)
         except RecursionError:
             # A recursive schema spends several frames on each level of the arguments: within
             # the nesting a transport decodes, it may still recurse deeper than Python does.
             return "nested too deeply to check against the tool's inputSchema"
+        except Unresolvable:
+            raise unusable_schema("inputSchema") from None
         return problem or self._plan.problem(arguments)
 
     def finish(self, value: Any) -> JsonObject:

@@ -13,6 +13,8 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any, Final
 
+from referencing.exceptions import Unresolvable
+
 from mrtr_core import jsontext
 from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, META, Member, failing_member
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
@@ -26,6 +28,7 @@ __all__ = [
     "text_block",
     "tool_error_result",
     "tool_result",
+    "unusable_schema",
 ]
 
 
@@ -36,6 +39,15 @@ def text_block(text: str) -> JsonObject:
 
 def _bad(what: str) -> JsonRpcError:
     return JsonRpcError(INTERNAL_ERROR, f"handler returned an invalid result: {what}")
+
+
+def unusable_schema(member: str) -> JsonRpcError:
+    """The -32603 for a call of a tool whose ``member`` (``inputSchema``, ``outputSchema``)
+    has a reference that resolved nowhere while the call was checked against it: the
+    server's own fault (registration refuses such a schema, so it was changed afterwards),
+    not the client's."""
+    return JsonRpcError(INTERNAL_ERROR,
+                        f"the tool's {member} cannot be used (a $ref resolves nowhere)")
 
 
 def _shown(value: Any) -> str:
@@ -149,7 +161,8 @@ def tool_result(value: Any, *, output_schema: CompiledSchema | None = None) -> J
       ``structuredContent`` (2026-07-28 allows any JSON value there).
 
     With ``output_schema`` (the tool's ``outputSchema``), a result that is not an error
-    (``isError``) must carry ``structuredContent`` that the schema accepts.
+    (``isError``) must carry ``structuredContent`` that the schema accepts (-32603 when
+    it does not, or when the schema itself cannot be used: :func:`unusable_schema`).
     """
     out = _tool_result(value)
     if output_schema is not None and out.get("isError") is not True:
@@ -170,6 +183,8 @@ def _check_structured(out: JsonObject, output_schema: CompiledSchema) -> None:
     except RecursionError:  # a schema that recurses with the value, deeper than Python does
         raise _bad("structuredContent is nested too deeply to check against the tool's "
                    "outputSchema") from None
+    except Unresolvable:
+        raise unusable_schema("outputSchema") from None
     if problem is not None:
         raise _bad(f"structuredContent does not match the tool's outputSchema: {problem}")
 

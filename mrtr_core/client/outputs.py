@@ -44,7 +44,14 @@ from mrtr_core._checks import positive_int
 from mrtr_core._memo import remember
 from mrtr_core.client.flow import ResultCheck
 from mrtr_core.errors import StructuredContentError
-from mrtr_core.server.schemas import CompiledSchema
+from mrtr_core.server.schemas import (
+    REFERENCES,
+    SUBSCHEMA,
+    SUBSCHEMA_LISTS,
+    SUBSCHEMA_MAPS,
+    CompiledSchema,
+    reference_problem,
+)
 from mrtr_core.wire.models import CALL_TOOL, JsonObject
 
 __all__ = ["LIST_TOOLS", "MAX_LISTINGS", "MAX_TOOLS", "OutputSchemas"]
@@ -321,20 +328,13 @@ def _compile(
     if spinning is not None:
         return (f"outputSchema uses {spinning}, whose check the server could make spin "
                 "(see mrtr_core.client.outputs)")
+    unusable = reference_problem(schema)
+    if unusable is not None:
+        return f"outputSchema cannot be used: {unusable}"
     return key, CompiledSchema(schema, peer=True)
 
 
 _SPINNING: Final = ("pattern", "patternProperties", "uniqueItems")
-# Keywords whose value is a schema, a list of schemas, or a map of names to schemas
-# (JSON Schema 2020-12 Core §10 and Validation §6-7); anything else holds no subschema.
-_SUBSCHEMA: Final = frozenset({
-    "additionalProperties", "contains", "else", "if", "items", "not", "propertyNames",
-    "then", "unevaluatedItems", "unevaluatedProperties",
-})
-_SUBSCHEMA_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_SUBSCHEMA_MAPS: Final = frozenset({
-    "$defs", "definitions", "dependentSchemas", "patternProperties", "properties",
-})
 
 
 def _spinning_keyword(schema: JsonObject) -> str | None:
@@ -358,20 +358,17 @@ def _spinning_keyword(schema: JsonObject) -> str | None:
             if keyword in node and node[keyword] is not False:
                 return keyword
         for keyword, value in node.items():
-            if keyword in _REFS:
+            if keyword in REFERENCES:
                 if not (isinstance(value, str) and value.startswith("#")):
                     return str(keyword)
                 refs = True
-            elif keyword in _SUBSCHEMA:
+            elif keyword in SUBSCHEMA:
                 stack.append(value)
-            elif keyword in _SUBSCHEMA_LISTS and isinstance(value, list):
+            elif keyword in SUBSCHEMA_LISTS and isinstance(value, list):
                 stack.extend(value)
-            elif keyword in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            elif keyword in SUBSCHEMA_MAPS and isinstance(value, dict):
                 stack.extend(value.values())
     return _referable_keyword(schema) if refs else None
-
-
-_REFS: Final = ("$ref", "$dynamicRef")
 
 
 def _referable_keyword(schema: JsonObject) -> str | None:

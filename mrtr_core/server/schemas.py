@@ -26,12 +26,16 @@ from typing import Any, Final
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from referencing import Registry
+from referencing.exceptions import InvalidAnchor, NoSuchAnchor, PointerToNowhere, Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from mrtr_core import jsontext
 from mrtr_core._memo import remember
 
-__all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "PROBLEM_MAX_CHARS", "CompiledSchema",
-           "SchemaCache", "forget_accepted"]
+__all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "IN_PLACE", "IN_PLACE_LISTS",
+           "IN_PLACE_MAPS", "PROBLEM_MAX_CHARS", "REFERENCES", "SUBSCHEMA", "SUBSCHEMA_LISTS",
+           "SUBSCHEMA_MAPS", "CompiledSchema", "SchemaCache", "forget_accepted",
+           "reference_problem"]
 
 _CANONICAL: Final = jsontext.canonical
 _SERIALS: Final = itertools.count(1)
@@ -204,3 +208,152 @@ def _content_key(schema: Any) -> str | bytes:
         return marshal.dumps(schema, 2)
     except ValueError:
         return _CANONICAL(schema)
+
+
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas (JSON
+# Schema 2020-12 Core §10 and Validation §6-7; ``contentSchema`` is never applied); anything
+# else holds no subschema. The in-place ones apply their subschemas to the very value the
+# schema applies to (Core §10.2); the others to a part of it (an item, a property, a key)
+# or to nothing at all (``$defs``).
+IN_PLACE: Final = frozenset({"else", "if", "not", "then"})
+"""Keywords whose value is one schema applied in place."""
+IN_PLACE_LISTS: Final = frozenset({"allOf", "anyOf", "oneOf"})
+"""Keywords whose value is a list of schemas applied in place."""
+IN_PLACE_MAPS: Final = frozenset({"dependentSchemas"})
+"""Keywords whose value maps names to schemas applied in place."""
+SUBSCHEMA: Final = IN_PLACE | {
+    "additionalProperties", "contains", "items", "propertyNames", "unevaluatedItems",
+    "unevaluatedProperties",
+}
+"""Keywords whose value is one schema."""
+SUBSCHEMA_LISTS: Final = IN_PLACE_LISTS | {"prefixItems"}
+"""Keywords whose value is a list of schemas."""
+SUBSCHEMA_MAPS: Final = IN_PLACE_MAPS | {
+    "$defs", "definitions", "patternProperties", "properties",
+}
+"""Keywords whose value maps names to schemas."""
+REFERENCES: Final = ("$ref", "$dynamicRef")
+"""The keywords that apply, in place, the schema a URI reference names (Core §8.2.3)."""
+
+_Node = tuple[Any, Any, tuple[str, ...]]  # a subschema, its resolver, its evaluation path
+
+
+def reference_problem(schema: Any) -> str | None:
+    """Why the references of ``schema`` (a valid JSON Schema 2020-12) cannot be used, or
+    ``None``.
+
+    Every ``$ref`` and ``$dynamicRef`` in it must resolve to a schema inside it: to a JSON
+    Pointer, an anchor or an embedded ``$id`` of the schema itself. No URI is retrieved
+    (a server's tool schema is checked on every call, and nothing should open a network
+    connection for it), so a reference to any other document, a JSON Schema meta-schema
+    included, resolves nowhere. And no chain of references and in-place applicators
+    (``allOf``, ``not``, ``if``, ...: those that apply a schema to the same value) may
+    come back to where it started (``{"$ref": "#"}``): checking any value would recurse
+    until the interpreter stops it. A recursive schema that goes into the value on the
+    way (``items``, ``properties``, ...) is fine.
+
+    The problem names the keyword, the reference and where it is, as an evaluation path
+    from the root (``properties/x/$ref``, cut as :meth:`CompiledSchema.problem` cuts one);
+    ``None`` for a schema that is not an object.
+    """
+    if not isinstance(schema, dict):
+        return None
+    root = DRAFT202012.create_resource(schema)
+    base = root.id() or ""
+    # Crawled once: every anchor and embedded $id is found without crawling again.
+    resolver = Registry().with_resource(base, root).crawl().resolver(base_uri=base)
+    # Each subschema (by identity), and the in-place steps from it: the subschema a step
+    # leads to, and the reference it takes (None for an applicator keyword).
+    steps: dict[int, list[tuple[int, str | None]]] = {}
+    dynamic: list[tuple[int, str, str]] = []  # (subschema, anchor name, its reference)
+    anchors: dict[str, list[int]] = {}  # $dynamicAnchor name -> subschemas
+    # Subschemas are walked where they stand before those only a reference leads to, so a
+    # path names a subschema where it is written when it can.
+    stack: list[_Node] = [(schema, resolver, ())]
+    referred: list[_Node] = []
+    while stack or referred:
+        node, here, path = stack.pop() if stack else referred.pop()
+        if not isinstance(node, dict) or id(node) in steps:
+            continue
+        out = steps[id(node)] = []
+        name = node.get("$dynamicAnchor")
+        if isinstance(name, str):
+            anchors.setdefault(name, []).append(id(node))
+        for keyword in REFERENCES:
+            ref = node.get(keyword)
+            if not isinstance(ref, str):
+                continue
+            where = _clip("/".join((*path, keyword)))
+            label = f"{keyword} {ref!r} (at {where})"
+            try:
+                found = here.lookup(ref)
+            except (PointerToNowhere, NoSuchAnchor, InvalidAnchor):
+                return f"{label} resolves to nothing in the schema"
+            except Unresolvable:
+                return (f"{label} names a document other than the schema, and no"
+                        " document is retrieved")
+            target = found.contents
+            if not isinstance(target, dict | bool):
+                return f"{label} leads to {type(target).__name__}, not to a schema"
+            out.append((id(target), label))
+            referred.append((target, found.resolver, (*path, keyword)))
+            fragment = ref.partition("#")[2]
+            if keyword == "$dynamicRef" and fragment and not fragment.startswith("/"):
+                dynamic.append((id(node), fragment, label))
+        for keyword, child, inner in _subschemas(node, path):
+            if isinstance(child, dict):
+                stack.append((child, here.in_subresource(DRAFT202012.create_resource(child)),
+                              inner))
+                if keyword in IN_PLACE or keyword in IN_PLACE_LISTS or keyword in IN_PLACE_MAPS:
+                    out.append((id(child), None))
+    # A $dynamicRef may end at any subschema with its $dynamicAnchor (Core §8.2.3.2).
+    for source, name, label in dynamic:
+        steps[source].extend((target, label) for target in anchors.get(name, ()))
+    return _endless(steps)
+
+
+def _subschemas(node: dict[str, Any], path: tuple[str, ...]) -> Iterator[
+        tuple[str, Any, tuple[str, ...]]]:
+    """Each subschema of ``node`` (the schema at ``path``): its keyword, itself, its path."""
+    for keyword, value in node.items():
+        if keyword in SUBSCHEMA:
+            yield keyword, value, (*path, keyword)
+        elif keyword in SUBSCHEMA_LISTS and isinstance(value, list):
+            for index, item in enumerate(value):
+                yield keyword, item, (*path, keyword, str(index))
+        elif keyword in SUBSCHEMA_MAPS and isinstance(value, dict):
+            for name, item in value.items():
+                yield keyword, item, (*path, keyword, str(name))
+
+
+def _endless(steps: dict[int, list[tuple[int, str | None]]]) -> str | None:
+    """The reference of an in-place cycle among ``steps`` (see :func:`reference_problem`),
+    or ``None``. A JSON schema's keywords form a tree: every cycle takes a reference (only
+    an object that holds itself, which JSON cannot write, needs none)."""
+    done: set[int] = set()
+    for start in steps:
+        if start in done:
+            continue
+        # Depth first, without recursion: the path walked, each subschema with its steps
+        # still to take and the reference that led to it.
+        path: list[tuple[int, Iterator[tuple[int, str | None]], str | None]] = [
+            (start, iter(steps[start]), None)]
+        on_path = {start}
+        while path:
+            node, todo, _ = path[-1]
+            for target, label in todo:
+                if target in on_path:  # the steps after target on the path, and this one
+                    first = next(i for i, entry in enumerate(path) if entry[0] == target)
+                    cycle = [via for _, _, via in path[first + 1:]] + [label]
+                    taken = next((via for via in cycle if via is not None), "a subschema")
+                    return (f"{taken} is in a loop that never goes into the value: checking"
+                            " any value would never end")
+                if target not in done and target in steps:
+                    path.append((target, iter(steps[target]), label))
+                    on_path.add(target)
+                    break
+            else:
+                done.add(node)
+                on_path.discard(node)
+                path.pop()
+    return None

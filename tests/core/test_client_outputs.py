@@ -134,12 +134,17 @@ def test_a_schema_that_fails_when_used_is_dropped(schema: Any) -> None:
     assert "cannot be used" in schemas.rejected["forecast"]
 
 
-def test_schemas_dropped_when_used_keep_the_refused_to_max_tools() -> None:
+def test_schemas_dropped_when_used_keep_the_refused_to_max_tools(monkeypatch: Any) -> None:
     # A listing keeps max_tools schemas and refuses at most max_tools; each schema found
     # unusable when a call uses it joins the refused ones, which grew to twice max_tools.
     schemas = OutputSchemas(max_tools=2)
     schemas.learn(_page("2", r1={"type": "nope"}, r2={"type": "nope"}))
-    schemas.learn(_listing(s1={"$ref": "#"}, s2={"$ref": "#"}), cursor="2")
+    schemas.learn(_listing(s1=SCHEMA, s2=SCHEMA), cursor="2")
+
+    def fails(self: CompiledSchema, instance: Any) -> str | None:
+        raise ValueError("fails only when used")
+
+    monkeypatch.setattr(CompiledSchema, "problem", fails)
     assert list(schemas.rejected) == ["r1", "r2"] and len(schemas) == 2
     for tool in ("s1", "s2"):
         assert schemas.check(tool, _result({"temp": 1})) is None
@@ -151,6 +156,52 @@ def test_schemas_dropped_when_used_keep_the_refused_to_max_tools() -> None:
 def test_the_bounds_must_be_positive_integers(argument: str, value: Any) -> None:
     with pytest.raises(ValueError, match=argument):
         OutputSchemas(**{argument: value})
+
+
+@pytest.mark.parametrize(("schema", "reason"), [
+    ({"$ref": "#/$defs/none"},
+     "outputSchema cannot be used: $ref '#/$defs/none' (at $ref) resolves to nothing in the"
+     " schema"),
+    ({"type": "object", "properties": {"a": {"$ref": "#nowhere"}}},
+     "outputSchema cannot be used: $ref '#nowhere' (at properties/a/$ref) resolves to nothing"),
+    ({"$ref": "#/$defs/a", "$defs": {"a": {"anyOf": [{"$ref": "#"}]}}},
+     "outputSchema cannot be used: $ref '#/$defs/a' (at $ref) is in a loop that never goes"
+     " into the value"),
+    ({"$dynamicAnchor": "n", "not": {"$dynamicRef": "#n"}},
+     "outputSchema cannot be used: $dynamicRef '#n' (at not/$dynamicRef) is in a loop"),
+])
+def test_a_schema_whose_refs_cannot_be_used_is_refused_by_the_listing(
+    schema: Any, reason: str
+) -> None:
+    # As the server refuses to register it: known from the listing, before any call.
+    driver = _driver()
+    listing = {"tools": [{"name": "bad", "inputSchema": {"type": "object"},
+                          "outputSchema": schema},
+                         {"name": "good", "inputSchema": {"type": "object"},
+                          "outputSchema": SCHEMA}]}
+    assert isinstance(_answer(driver.new_flow("tools/list", None), listing), Complete)
+    schemas = driver.output_schemas
+    assert schemas.schema_for("bad") is None and schemas.rejected["bad"].startswith(reason)
+    assert isinstance(_answer(driver.new_flow("tools/call", {"name": "bad"}),
+                              _result({"temp": "warm"})), Complete)
+    last = _answer(driver.new_flow("tools/call", {"name": "good"}), _result({"temp": "warm"}))
+    assert isinstance(last, Fail) and isinstance(last.error, StructuredContentError)
+
+
+@pytest.mark.parametrize("input_schema", [
+    {"type": "object", "$ref": "#/$defs/none"},
+    {"type": "object", "$ref": "#"},
+    {"type": "object", "$ref": "https://example.com/args.json"},
+])
+def test_an_input_schema_whose_refs_cannot_be_used_changes_nothing(input_schema: Any) -> None:
+    # The client checks no arguments against a tool's inputSchema (the server does): the
+    # listing completes, and calling the tool goes on as for any other.
+    driver = _driver()
+    listing = {"tools": [{"name": "t", "inputSchema": input_schema, "outputSchema": SCHEMA}]}
+    assert isinstance(_answer(driver.new_flow("tools/list", None), listing), Complete)
+    assert driver.output_schemas.schema_for("t") == SCHEMA
+    assert isinstance(_answer(driver.new_flow("tools/call", {"name": "t", "arguments": {}}),
+                              _result({"temp": 1})), Complete)
 
 
 @pytest.mark.parametrize("depth", [1500, 5000])  # past the recursion limit, and marshal's
@@ -410,12 +461,12 @@ def test_a_schema_dropped_as_another_listing_completes_leaves_that_listing_alone
     # dropped from the tables that gave it; the new listing's own schema for the tool stays
     # in use, and that listing refuses nothing.
     schemas = OutputSchemas()
-    schemas.learn(_listing(forecast={"$ref": "#/$defs/none"}))
-    used = CompiledSchema.problem
+    schemas.learn(_listing(forecast={"type": "object"}))
 
     def meanwhile(self: CompiledSchema, instance: Any) -> Any:
+        monkeypatch.undo()
         schemas.learn(_listing(forecast=SCHEMA))
-        return used(self, instance)
+        raise ValueError("fails only when used")
 
     monkeypatch.setattr(CompiledSchema, "problem", meanwhile)
     assert schemas.check("forecast", _result({"temp": 1})) is None

@@ -189,6 +189,38 @@ def _greet(ctx: Any) -> str:
          ValueError, "tool 'greet': inputSchema is not JSON \\(Object of type bytes"),
         ({"input_schema": "{}"}, TypeError,
          "tool 'greet': input_schema must be a JSON Schema mapping or None, not str"),
+        # Every call is checked against the schema: a reference it cannot use would fail
+        # each call (a referencing error out of the app, or -32602 blaming the client).
+        ({"input_schema": {"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}}},
+         ValueError, "tool 'greet': inputSchema cannot be used: \\$ref '#/\\$defs/n' \\(at"
+         " properties/n/\\$ref\\) resolves to nothing in the schema"),
+        ({"input_schema": {"type": "object", "$ref": "#nowhere"}}, ValueError,
+         "tool 'greet': inputSchema cannot be used: \\$ref '#nowhere' \\(at \\$ref\\) resolves"
+         " to nothing"),
+        ({"input_schema": {"type": "object", "required": [], "$ref": "#/required"}},
+         ValueError, "inputSchema cannot be used: \\$ref '#/required' \\(at \\$ref\\) leads to"
+         " list, not to a schema"),
+        # Nothing is retrieved: a URI outside the schema (a meta-schema's too) is refused.
+        ({"input_schema": {"type": "object", "$ref": "https://example.com/args.json"}},
+         ValueError, "inputSchema cannot be used: \\$ref 'https://example.com/args.json'"
+         " \\(at \\$ref\\) names a document other than the schema, and no document is"
+         " retrieved"),
+        ({"input_schema": {"type": "object", "properties": {"s": {
+            "$ref": "https://json-schema.org/draft/2020-12/schema"}}}}, ValueError,
+         "inputSchema cannot be used: \\$ref 'https://json-schema.org/draft/2020-12/schema'"
+         " \\(at properties/s/\\$ref\\) names a document other than the schema"),
+        # A loop that never goes into the value: checking any value would never end.
+        ({"input_schema": {"type": "object", "$ref": "#"}}, ValueError,
+         "tool 'greet': inputSchema cannot be used: \\$ref '#' \\(at \\$ref\\) is in a loop"
+         " that never goes into the value: checking any value would never end"),
+        ({"input_schema": {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}},
+                           "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]},
+                                     "b": {"not": {"$ref": "#/$defs/a"}}}}}, ValueError,
+         "inputSchema cannot be used: \\$ref '#/\\$defs/a' \\(at \\$defs/b/not/\\$ref\\) is in"
+         " a loop"),
+        ({"input_schema": {"type": "object", "$dynamicAnchor": "n",
+                           "if": {"$dynamicRef": "#n"}}}, ValueError,
+         "inputSchema cannot be used: \\$dynamicRef '#n' \\(at if/\\$dynamicRef\\) is in a loop"),
         ({"description": 5}, TypeError,
          "tool 'greet': description must be a string or None, not int"),
         ({"single_use": "yes"}, TypeError,
@@ -222,6 +254,12 @@ def _greet(ctx: Any) -> str:
          "tool 'greet': outputSchema is not JSON \\(Object of type set is not JSON"),
         ({"output_schema": {"maximum": float("inf")}}, ValueError,
          "tool 'greet': outputSchema is not JSON \\(Out of range float values"),
+        ({"output_schema": {"items": {"$ref": "#/$defs/row"}}}, ValueError,
+         "tool 'greet': outputSchema cannot be used: \\$ref '#/\\$defs/row' \\(at"
+         " items/\\$ref\\) resolves to nothing in the schema"),
+        ({"output_schema": {"$ref": "#/$defs/a", "$defs": {"a": {"allOf": [{"$ref": "#"}]}}}},
+         ValueError, "tool 'greet': outputSchema cannot be used: \\$ref '#/\\$defs/a' \\(at"
+         " \\$ref\\) is in a loop"),
         # Tool.icons is a list of Icon (schema.ts): src a string, mimeType a string, sizes
         # a list of strings, theme 'light' or 'dark'; a misspelt member is refused too.
         ({"icons": "x.png"}, TypeError, "tool 'greet': icons must be a list of icons or None,"

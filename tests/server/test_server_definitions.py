@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import mrtr_sync
@@ -22,7 +23,7 @@ import pytest
 from server_helpers import T0, make_codec, meta
 
 from mrtr_core import jsonrpc
-from mrtr_core.app import App, drive_sync
+from mrtr_core.app import SERVER_LOGGER, App, drive_sync
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from mrtr_core.server import Context
 
@@ -262,6 +263,72 @@ def test_arguments_too_deep_to_check_against_the_input_schema_are_invalid_params
                                             "to check against the tool's inputSchema")}
     sent["params"]["arguments"] = {"x": _lists_of(3)}
     assert drive_sync(app, sent, now=T0).message["result"]["content"][0]["text"] == "ok"
+
+
+# --- tools: references in their schemas -----------------------------------------------------
+
+_TREE = {"type": "object", "required": ["value"], "properties": {
+    "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#"}}}}
+# The extension pattern of JSON Schema 2020-12 (Core §8.2.3.2), in one document: a strict
+# tree refers to a tree through an embedded $id, and the tree's items come back through
+# $dynamicRef; and an anchor.
+_STRICT_TREE = {
+    "$id": "https://example.com/strict-tree", "$dynamicAnchor": "node", "$ref": "tree",
+    "unevaluatedProperties": False,
+    "$defs": {"tree": {"$id": "tree", "$dynamicAnchor": "node", "type": "object",
+                       "properties": {"data": True, "children": {
+                           "type": "array", "items": {"$dynamicRef": "#node"}}}},
+              "count": {"$anchor": "count", "type": "integer", "minimum": 0}},
+}
+
+
+@pytest.mark.parametrize(("schema", "good", "bad", "where"), [
+    (_TREE, {"value": 1, "children": [{"value": 2, "children": []}]},
+     {"value": 1, "children": [{"value": "2"}]}, "children/0/value"),
+    ({"type": "object", "properties": {"t": {"$ref": "#/$defs/tree"}}, "$defs": {"tree": {
+        "type": "array", "items": {"$ref": "#/$defs/tree"}}}},
+     {"t": [[], [[]]]}, {"t": [[1]]}, "t/0/0"),
+    ({**_STRICT_TREE, "type": "object", "properties": {"n": {"$ref": "#count"}}},
+     {"children": [{"data": 1}], "n": 2}, {"children": [{"dta": 1}]}, "children/0"),
+])
+def test_a_recursive_schema_that_goes_into_the_value_is_registered_and_used(
+    schema: dict[str, Any], good: dict[str, Any], bad: dict[str, Any], where: str
+) -> None:
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", input_schema=schema, output_schema=schema)(lambda ctx, **kw: kw)
+    sent = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "arguments": good, "_meta": meta()}}
+    assert drive_sync(app, sent, now=T0).message["result"]["structuredContent"] == good
+    sent["params"]["arguments"] = bad
+    error = drive_sync(app, sent, now=T0).message["error"]
+    assert error["code"] == INVALID_PARAMS and error["message"].endswith(f"(at {where})")
+
+
+def test_a_schema_whose_ref_resolves_nowhere_at_a_call_fails_as_the_servers_fault(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Registration refuses such a schema; one changed afterwards (it must not be) still
+    # fails the call as the server's fault (-32603), logged, never as an exception out of
+    # the app or an error blaming the client.
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", input_schema={"type": "object", "properties": {"x": {}}})(
+        lambda ctx, **kw: "ok")
+    app.tool(name="out", output_schema={"type": "object"})(lambda ctx: {"a": 1})
+    tool, out = app.find_tool("t"), app.find_tool("out")
+    assert tool is not None and out is not None and out.output_schema is not None
+    tool.input_schema["properties"]["x"] = {"$ref": "#/$defs/gone"}
+    out.output_schema["$ref"] = "https://example.com/gone.json"
+    for name, member, arguments in (("t", "inputSchema", {"x": 1}), ("out", "outputSchema", {})):
+        sent = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments, "_meta": meta()}}
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger=SERVER_LOGGER):
+            reply = drive_sync(app, sent, now=T0)
+        assert reply.message is not None and reply.message["error"] == {
+            "code": INTERNAL_ERROR,
+            "message": f"the tool's {member} cannot be used (a $ref resolves nowhere)"}
+        assert [r.getMessage() for r in caplog.records] == [
+            f"tools/call {name!r}: the server failed (request id 1)"]
 
 
 # --- prompts and resources: titles -------------------------------------------------------------

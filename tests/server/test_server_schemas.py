@@ -11,9 +11,11 @@ from jsonschema import Draft202012Validator
 from mrtr_core.server.schemas import (
     ACCEPTED_MAX_BYTES,
     ACCEPTED_MAX_ENTRIES,
+    PROBLEM_MAX_CHARS,
     CompiledSchema,
     SchemaCache,
     forget_accepted,
+    reference_problem,
 )
 
 
@@ -244,3 +246,22 @@ def test_a_problem_keeps_one_violation_at_a_time() -> None:
         tracemalloc.stop()
     assert problem == "1 is not of type 'string' (at a/0)"
     assert peak < 2_000_000
+
+
+@pytest.mark.parametrize(("ref", "problem"), [
+    ("#", None),
+    ("#/$defs/gone", "$ref '#/$defs/gone' (at {where}) resolves to nothing in the schema"),
+])
+def test_references_are_followed_without_recursion(ref: str, problem: str | None) -> None:
+    # The schema is walked, and its loops looked for, with a stack of its own: a schema
+    # nested deeper than the interpreter recurses gets its answer, not a RecursionError;
+    # the path to the reference is cut short as a violation's is.
+    schema: dict[str, Any] = {}
+    node = schema
+    for _ in range(5000):
+        node["items"] = {}
+        node = node["items"]
+    node["$ref"] = ref
+    path = "/".join(["items"] * 5000 + ["$ref"])
+    where = f"{path[:PROBLEM_MAX_CHARS]}...{path[-PROBLEM_MAX_CHARS:]}"
+    assert reference_problem(schema) == (None if problem is None else problem.format(where=where))
