@@ -7,6 +7,7 @@ instead of as a hang, a crash deep inside, or a limit silently never enforced.
 from __future__ import annotations
 
 import math
+import reprlib
 from typing import Any, Final
 
 import attrs
@@ -31,7 +32,14 @@ __all__ = [
     "positive_int",
     "positive_int_field",
     "positive_seconds",
+    "shown",
 ]
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short (:func:`reprlib.repr`), for a message about a value given:
+    it may be long, or nested too deeply for ``repr`` itself."""
+    return reprlib.repr(value)
 
 
 def positive_int(name: str, value: Any, most: int | None = None) -> None:

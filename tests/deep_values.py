@@ -16,3 +16,13 @@ def too_deep() -> Any:
     for _ in range(TOO_DEEP_LEVELS):
         value = [value]
     return value
+
+
+@functools.cache
+def too_deep_key() -> Any:
+    """``"leaf"`` inside :data:`TOO_DEEP_LEVELS` nested tuples: a dict key ``repr`` cannot
+    write (one value, built once and shared)."""
+    value: Any = "leaf"
+    for _ in range(TOO_DEEP_LEVELS):
+        value = (value,)
+    return value

@@ -20,7 +20,8 @@ import attrs
 import jsonschema
 from referencing.exceptions import Unresolvable
 
-from mrtr_core._checks import flag, instance_of, optional_text
+from mrtr_core import jsontext
+from mrtr_core._checks import flag, instance_of, optional_text, shown
 from mrtr_core.app._members import (
     ANNOTATIONS,
     ICON,
@@ -93,13 +94,13 @@ def _declared_members(
     instance_of(where, value, Mapping, what)
     for member in value:
         if not isinstance(member, str) or member not in members:
-            raise ValueError(f"{where} member {member!r} is not one of {', '.join(members)}")
+            raise ValueError(f"{where} member {shown(member)} is not one of {', '.join(members)}")
     failed = failing_member(value, members)
     if failed is not None:
         spec, given = members[failed], value[failed]
         if not of_kind(given, spec):
             raise TypeError(f"{where} {failed} must be {spec.what}, not {type(given).__name__}")
-        raise ValueError(f"{where} {failed} must be {spec.what}, got {given!r}")
+        raise ValueError(f"{where} {failed} must be {spec.what}, got {shown(given)}")
     return {member: list(item) if isinstance(item, list) else item
             for member, item in value.items()}
 
@@ -143,11 +144,8 @@ def declared_meta(owner: str, meta: Any) -> JsonObject | None:
     instance_of(f"{owner}: meta", meta, Mapping, "a mapping or None")
     for key in meta:
         # JSON would write another key as a string: the object listed is not the one given.
-        instance_of(f"{owner}: meta key {key!r}", key, str, "a string")
-    try:
-        out: JsonObject = json.loads(json.dumps(dict(meta), allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{owner}: meta is not JSON ({exc})") from None
+        instance_of(f"{owner}: meta key {shown(key)}", key, str, "a string")
+    out: JsonObject = _json_copy(f"{owner}: meta", dict(meta))
     return out
 
 
@@ -165,10 +163,30 @@ def declared_size(owner: str, size: Any) -> int | None:
     return typing.cast("int | None", size)
 
 
+_STRICT_JSON: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))
+
+
+def _json_copy(where: str, value: Any) -> Any:
+    """``value`` written as JSON and read back, as a client reads it; ``ValueError`` naming
+    ``where`` for a value JSON cannot write (RFC 8259: no set, bytes or nan), one nested
+    deeper than the interpreter recurses included (:data:`~mrtr_core.jsontext.TOO_DEEP`)."""
+    try:
+        return json.loads(_STRICT_JSON(value))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{where} is not JSON ({exc})") from None
+
+
 def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
-    """Refuse (``ValueError`` naming the tool and ``member``) a schema that is not a valid
-    JSON Schema 2020-12, holds a value JSON cannot write, or has references that cannot be
-    used (:func:`~mrtr_core.server.schemas.reference_problem`)."""
+    """Refuse (``ValueError`` naming the tool and ``member``) a schema that holds a value
+    JSON cannot write, is not a valid JSON Schema 2020-12 (or is nested too deeply to be
+    checked as one), or has references that cannot be used
+    (:func:`~mrtr_core.server.schemas.reference_problem`)."""
+    # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
+    # RFC 8259 has no such value) would fail every listing instead of this one tool.
+    try:
+        _STRICT_JSON(schema)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -177,12 +195,9 @@ def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
             f"tool {tool!r}: {member} is not a valid JSON Schema 2020-12:"
             f" {exc.message}" + (f" (at {path})" if path else "")
         ) from None
-    # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
-    # RFC 8259 has no such value) would fail every listing instead of this one tool.
-    try:
-        json.dumps(schema, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
+    except RecursionError:  # the meta-schema is checked a few frames per level
+        raise ValueError(
+            f"tool {tool!r}: {member} is nested too deeply to check as a JSON Schema") from None
     # Every call checks its arguments (and its result) against the schema: a reference that
     # resolves nowhere, or a loop of them, would fail each call instead of this one tool.
     problem = reference_problem(schema)
@@ -413,7 +428,8 @@ class ToolDef:
         """Check and build a tool definition (raises ``ValueError``/``TypeError``)."""
         tool_name = name if name is not None else handler.__name__
         if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
-            raise ValueError(f"tool name {tool_name!r} must be 1-128 characters of [A-Za-z0-9_.-]")
+            raise ValueError(
+                f"tool name {shown(tool_name)} must be 1-128 characters of [A-Za-z0-9_.-]")
         optional_text(f"tool {tool_name!r}: description", description)
         optional_text(f"tool {tool_name!r}: title", title)
         tool_annotations = _tool_annotations(tool_name, annotations)
@@ -437,7 +453,7 @@ class ToolDef:
             _check_schema(tool_name, "outputSchema", output)
             # Copied whole, as a client reads it: a nested member the caller changes later
             # changes neither the listing nor what the tool's results are checked against.
-            output = json.loads(json.dumps(output))
+            output = _json_copy(f"tool {tool_name!r}: outputSchema", output)
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.
@@ -623,12 +639,12 @@ def _prompt_argument(
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt {prompt!r}: an argument needs a non-empty string name,"
-                         f" got {value!r}")
+                         f" got {shown(value)}")
     for member in value:
         # A misspelt member would be dropped without a word ("requried": the argument would
         # be listed as optional), as a misspelt tool annotation would.
         if member not in _ARGUMENT_MEMBERS:
-            raise ValueError(f"prompt {prompt!r}: argument {name!r} member {member!r} is not"
+            raise ValueError(f"prompt {prompt!r}: argument {name!r} member {shown(member)} is not"
                              f" one of {', '.join(_ARGUMENT_MEMBERS)}")
     optional_text(f"prompt {prompt!r}: argument {name!r} title", value.get("title"))
     optional_text(f"prompt {prompt!r}: argument {name!r} description", value.get("description"))
@@ -731,7 +747,7 @@ def resource_uri_problem(uri: str) -> str | None:
     registered as a direct resource.
     """
     if not isinstance(uri, str) or not uri:
-        return f"a resource URI must be a non-empty string, not {uri!r}"
+        return f"a resource URI must be a non-empty string, not {shown(uri)}"
     rest = _TEMPLATE_VAR.sub("", uri)
     if "{" in rest or "}" in rest:
         return (

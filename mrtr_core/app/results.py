@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import json
-import reprlib
 from collections.abc import Mapping
 from typing import Any, Final
 
 from referencing.exceptions import Unresolvable
 
 from mrtr_core import jsontext
+from mrtr_core._checks import shown
 from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, META, Member, failing_member
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server.schemas import CompiledSchema
@@ -48,12 +48,6 @@ def unusable_schema(member: str) -> JsonRpcError:
     not the client's."""
     return JsonRpcError(INTERNAL_ERROR,
                         f"the tool's {member} cannot be used (a $ref resolves nowhere)")
-
-
-def _shown(value: Any) -> str:
-    """``repr(value)`` cut short (:func:`reprlib.repr`): a value a handler returned may be
-    long, or nested too deeply for ``repr`` itself."""
-    return reprlib.repr(value)
 
 
 # ContentBlock (digest §1.3; schema.ts): the string members each of the five block types
@@ -107,7 +101,7 @@ def _check_block(block: Any, where: str) -> None:
     kind = block.get("type")
     members = _BLOCK_STRINGS.get(kind) if isinstance(kind, str) else None
     if members is None:
-        raise _bad(f"{where} has type {_shown(kind)}: a content block is of type text, image, "
+        raise _bad(f"{where} has type {shown(kind)}: a content block is of type text, image, "
                    "audio, resource_link or resource")
     for member in members:
         if not isinstance(block.get(member), str):
@@ -260,9 +254,9 @@ def caching_problem(ttl_ms: Any, cache_scope: Any) -> str | None:
     at least 0 (a bool is not one) and ``cacheScope`` is ``"public"`` or ``"private"``
     (caching.mdx; digest §3.2)."""
     if type(ttl_ms) is not int or ttl_ms < 0:  # bool and int subclasses are not integers here
-        return f"ttlMs must be an integer of at least 0, not {_shown(ttl_ms)}"
+        return f"ttlMs must be an integer of at least 0, not {shown(ttl_ms)}"
     if cache_scope not in ("public", "private"):
-        return f"cacheScope must be 'public' or 'private', not {_shown(cache_scope)}"
+        return f"cacheScope must be 'public' or 'private', not {shown(cache_scope)}"
     return None
 
 

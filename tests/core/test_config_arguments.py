@@ -8,9 +8,11 @@ enforce a limit, or register nothing, long after the line that got it wrong.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from deep_values import too_deep, too_deep_key
 
 from mrtr_core import App, KeyRing, StateCodec
 from mrtr_core.app import PromptArgument
@@ -358,6 +360,69 @@ def test_prompt_registration_refuses_bad_values_naming_the_prompt(
     with pytest.raises(error, match=message):
         app.prompt(**{"name": "greet", **kwargs})(_greet)
     assert app.prompts == ()
+
+
+_DEEP_SCHEMA: dict[str, Any] = {}
+_node = _DEEP_SCHEMA
+for _ in range(300):  # JSON writes it; the check against the meta-schema recurses deeper
+    _node["not"] = {}
+    _node = _node["not"]
+_DEEP_ARGUMENTS = {"type": "object", "properties": {"n": _DEEP_SCHEMA}}
+_TOO_DEEP = "nested too deeply to write as JSON, or circular"
+
+
+@pytest.mark.parametrize(
+    ("error", "message", "register"),
+    [
+        (ValueError, f"tool 'greet': meta is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.tool("greet", meta={"k": too_deep()})),
+        (ValueError, f"tool 'greet': inputSchema is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.tool("greet", input_schema={"type": "object", "default": too_deep()})),
+        (ValueError, f"tool 'greet': outputSchema is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.tool("greet", output_schema={"default": too_deep()})),
+        (ValueError, "tool 'greet': inputSchema is nested too deeply to check as a JSON Schema",
+         lambda app: app.tool("greet", input_schema=_DEEP_ARGUMENTS)),
+        (ValueError, "tool 'greet': outputSchema is nested too deeply to check as a JSON Schema",
+         lambda app: app.tool("greet", output_schema=_DEEP_SCHEMA)),
+        (ValueError, "tool 'greet': icons\\[0\\] sizes must be a list of strings, got \\[\\[\\[",
+         lambda app: app.tool("greet", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "tool name \\[\\[\\[.*\\] must be 1-128 characters",
+         lambda app: app.tool(too_deep())),
+        (TypeError, "tool 'greet': meta key \\(\\(\\(.*\\) must be a string, not tuple",
+         lambda app: app.tool("greet", meta={too_deep_key(): 1})),
+        (ValueError, "tool 'greet': annotations member \\(\\(\\(.*\\) is not one of",
+         lambda app: app.tool("greet", annotations={too_deep_key(): 1})),
+        (ValueError, f"prompt 'greet': meta is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.prompt("greet", meta={"k": too_deep()})),
+        (ValueError, "prompt 'greet': icons\\[0\\] sizes must be a list of strings, got",
+         lambda app: app.prompt("greet", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "prompt 'greet': an argument needs a non-empty string name, got {'desc",
+         lambda app: app.prompt("greet", arguments=[{"description": too_deep()}])),
+        (ValueError, "prompt 'greet': argument 'who' member \\(\\(\\(.*\\) is not one of",
+         lambda app: app.prompt("greet", arguments=[{"name": "who", too_deep_key(): 1}])),
+        (ValueError, f"resource 'file:///a': meta is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.resource("file:///a", meta={"k": too_deep()})),
+        (ValueError, f"resource 'file:///{{day}}': meta is not JSON \\({_TOO_DEEP}\\)",
+         lambda app: app.resource("file:///{day}", meta={"k": too_deep()})),
+        (ValueError, "resource 'file:///a': icons\\[0\\] sizes must be a list of strings, got",
+         lambda app: app.resource("file:///a", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "resource 'file:///a': annotations audience must be a list of 'user' and"
+         " 'assistant', got \\[\\[\\[",
+         lambda app: app.resource("file:///a", annotations={"audience": too_deep()})),
+        (ValueError, "a resource URI must be a non-empty string, not \\[\\[\\[",
+         lambda app: app.resource(too_deep())),
+    ],
+)
+def test_a_value_nested_too_deeply_is_refused_as_other_bad_values_are(
+    error: type[Exception], message: str, register: Callable[[App], Callable[[Any], Any]]
+) -> None:
+    # Nested deeper than the interpreter recurses: the error any other value JSON cannot
+    # write (or a value out of range, a key that is not a string) gets, naming it, not a
+    # RecursionError.
+    app = App("srv", "1", codec=codec())
+    with pytest.raises(error, match=message):
+        register(app)(_read)
+    assert app.capabilities() == {}
 
 
 def _read(ctx: Any, uri: str) -> str:
