@@ -396,17 +396,20 @@ class ClientFlow:
             LocalProtocolError: ``data`` is not a valid saved flow, or ``now`` is unusable.
         """
         snap = snapshot_from_data(data)
-        flow = cls(
-            snap.method,
-            snap.params,
-            meta=snap.meta,
-            handled_kinds=snap.handled_kinds,
-            next_id=next_id,
-            limits=snap.limits,
-            random=random,
-            manual=snap.manual,
-            result_check=result_check,
-        )
+        try:
+            flow = cls(
+                snap.method,
+                snap.params,
+                meta=snap.meta,
+                handled_kinds=snap.handled_kinds,
+                next_id=next_id,
+                limits=snap.limits,
+                random=random,
+                manual=snap.manual,
+                result_check=result_check,
+            )
+        except LocalProtocolError as exc:  # params or meta nested too deeply to copy
+            raise LocalProtocolError(f"saved flow: {exc}") from None
         flow._state = snap.state
         flow._rounds = snap.rounds
         flow._leg_id = snap.last_request_id
@@ -445,7 +448,8 @@ class ClientFlow:
             now: The time on this flow's clock (not before any time it was fed).
 
         Raises:
-            LocalProtocolError: the flow is in another state, or ``now`` is unusable.
+            LocalProtocolError: the flow is in another state, ``now`` is unusable, or its
+                params are nested too deeply to save (a leg's copy takes more).
         """
         if self._state not in SAVABLE_STATES:
             raise LocalProtocolError(

@@ -29,6 +29,7 @@ from mrtr_core.client.limits import ClientLimits
 from mrtr_core.client.retry import RETRY_KEYS, answer_for, copy_json
 from mrtr_core.client.states import FlowState
 from mrtr_core.errors import CodecError, LocalProtocolError
+from mrtr_core.jsontext import TOO_DEEP
 from mrtr_core.wire.converter import (
     structure_input_required,
     structure_request_meta,
@@ -106,7 +107,19 @@ class FlowSnapshot:
 
 
 def snapshot_to_data(snap: FlowSnapshot) -> JsonObject:
-    """Write a snapshot as JSON-able data (dicts, lists, strings, numbers, booleans, null)."""
+    """Write a snapshot as JSON-able data (dicts, lists, strings, numbers, booleans, null).
+
+    Raises:
+        LocalProtocolError: the params are nested deeper than the copy recurses (a leg's
+            copy takes more: such a flow runs, but cannot be saved).
+    """
+    try:
+        return _snapshot_data(snap)
+    except RecursionError:
+        raise LocalProtocolError(f"the flow cannot be saved: not JSON: {TOO_DEEP}") from None
+
+
+def _snapshot_data(snap: FlowSnapshot) -> JsonObject:
     return {
         "format": FORMAT,
         "method": snap.method,
@@ -189,6 +202,8 @@ def snapshot_from_data(data: Mapping[str, Any]) -> FlowSnapshot:
         limits = ClientLimits(**raw_limits)
     except (TypeError, ValueError) as exc:
         raise _bad("limits", str(exc)) from exc
+    except RecursionError:  # a message quoting the value
+        raise _bad("limits", f"not JSON: {TOO_DEEP}") from None
     manual = _get(data, "manual", bool)
     try:
         state = FlowState(_get(data, "state", str))

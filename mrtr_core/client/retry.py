@@ -138,6 +138,15 @@ def meta_to_wire(meta: RequestMeta) -> JsonObject:
     return _meta_entry(meta)[1]
 
 
+def _copied(what: str, value: Any) -> Any:
+    """:func:`copy_json` of ``value``; :class:`LocalProtocolError` naming ``what`` for a
+    value nested deeper than it recurses."""
+    try:
+        return copy_json(value)
+    except RecursionError:
+        raise LocalProtocolError(f"{what}: not JSON: {jsontext.TOO_DEEP}") from None
+
+
 class LegBuilder:
     """Builds the request of each leg from a clean base (digest §1.3, C2-C5).
 
@@ -154,7 +163,8 @@ class LegBuilder:
         """Prepare the legs of ``method`` with ``params`` and ``meta``.
 
         Raises:
-            LocalProtocolError: ``params`` is not a mapping or carries ``_meta``.
+            LocalProtocolError: ``params`` is not a mapping or carries ``_meta``, or it or
+                ``meta`` is nested too deeply to copy.
         """
         if type(params) is not dict and not isinstance(params, Mapping):
             raise LocalProtocolError(f"params must be a mapping, got {type(params).__name__}")
@@ -166,30 +176,34 @@ class LegBuilder:
             own = {key: value for key, value in params.items() if key not in RETRY_KEYS}
         elif type(params) is not dict:
             own = dict(params)
-        _, self._meta, self._meta_plan = _meta_entry(meta)
+        try:
+            _, self._meta, self._meta_plan = _meta_entry(meta)
+        except RecursionError:  # the converter writes a model's members level by level
+            raise LocalProtocolError(f"meta: not JSON: {jsontext.TOO_DEEP}") from None
         # Plain JSON values get copy plans. Anything else: a fresh deep copy per leg is one
         # C call when marshal takes the values (it serves as an in-memory copier only), and
-        # copy_json otherwise.
+        # copy_json otherwise: tried once here, so that a value nested deeper than it
+        # recurses is refused now, not by every leg.
         self._blob: bytes | None = None
         self._base_plan: Plan | None = None
         self._base: JsonObject = own.copy()
         try:
             self._base_plan = _plan_into(own, self._base, 0)
         except _NotPlain:
+            self._base_plan = None
+        if self._base_plan is None or self._meta_plan is None:
+            self._base_plan = None  # both are copied alike (see _copies)
             try:
                 self._blob, self._base = marshal.dumps((own, self._meta)), {}
-            except ValueError:
-                self._base = copy_json(own)
+            except ValueError:  # a value marshal does not write, or nested too deeply
+                self._base = _copied("params", own)
+                _copied("meta", self._meta)
 
     def _copies(self) -> tuple[JsonObject, JsonObject]:
         """Fresh deep copies of the base params and of the ``_meta`` wire form."""
-        base_plan = self._base_plan
-        if base_plan is not None:
-            meta_plan = self._meta_plan
-            meta = self._meta
-            return _copy_planned(self._base, base_plan), (
-                copy_json(meta) if meta_plan is None else _copy_planned(meta, meta_plan)
-            )
+        base_plan, meta_plan = self._base_plan, self._meta_plan
+        if base_plan is not None and meta_plan is not None:
+            return _copy_planned(self._base, base_plan), _copy_planned(self._meta, meta_plan)
         if self._blob is not None:
             base, meta = marshal.loads(self._blob)
             return base, meta

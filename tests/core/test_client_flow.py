@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+import attrs
 import pytest
 from client_helpers import (
     ACCEPT,
@@ -28,7 +29,7 @@ from client_helpers import (
     to_handlers,
     url_request,
 )
-from deep_values import too_deep
+from deep_values import nested, too_deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -1165,6 +1166,26 @@ def test_unusable_constructor_arguments_are_refused(kwargs: dict[str, Any]) -> N
     method, params = args.pop("method"), args.pop("params")
     with pytest.raises(LocalProtocolError):
         ClientFlow(method, params, **args)
+
+
+@pytest.mark.parametrize("where", ["params", "meta"])
+def test_arguments_nested_too_deeply_to_copy_are_refused(where: str) -> None:
+    # Every leg is a fresh copy of the params and the _meta: a value nested deeper than any
+    # copy recurses is refused as any other unusable argument is, naming it, where it is
+    # given (the meta's copy would have raised RecursionError out of start).
+    deep = {"deep": too_deep()}
+    params = {"name": "x", "arguments": deep} if where == "params" else None
+    meta = attrs.evolve(META, extra=deep) if where == "meta" else META
+    with pytest.raises(LocalProtocolError,
+                       match=f"^{where}: not JSON: nested too deeply to write as JSON"):
+        make_flow(params=params, meta=meta)
+
+
+def test_a_meta_too_deep_for_a_copy_plan_is_copied_for_every_leg() -> None:
+    meta = attrs.evolve(META, extra={"deep": nested(600)})
+    flow = make_flow(meta=meta)
+    sent = last_send(flow.start(0.0)).message["params"]["_meta"]["deep"]
+    assert isinstance(sent, list) and sent is not meta.extra["deep"]
 
 
 def test_invoke_handler_requests_are_the_structured_models() -> None:

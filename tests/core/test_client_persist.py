@@ -26,7 +26,7 @@ from client_helpers import (
     sampling,
     to_handlers,
 )
-from deep_values import too_deep
+from deep_values import nested, too_deep
 
 from mrtr_core.client import (
     SAVED_FLOW_FORMAT,
@@ -469,6 +469,36 @@ def test_from_data_rejects_a_saved_answer_nested_too_deeply() -> None:
     with pytest.raises(LocalProtocolError, match=r"^saved flow: answers: answer for 'a' "
                        r"\(sampling/createMessage\): not JSON: nested too deeply"):
         ClientFlow.from_data(data, now=100.0, next_id=Ids(100))
+
+
+_DEEP_SAVED: dict[str, Any] = {
+    "params": lambda d: {**d, "params": {**d["params"], "deep": too_deep()}},
+    "meta": lambda d: {**d, "meta": {**d["meta"], CAPS: {
+        **d["meta"][CAPS], "experimental": {"deep": {"d": nested(1500)}}}}},
+    "limits": lambda d: {**d, "limits": {**d["limits"], "max_rounds": nested(1500)}},
+}
+
+
+@pytest.mark.parametrize("field", list(_DEEP_SAVED))
+def test_from_data_rejects_a_field_nested_too_deeply(field: str) -> None:
+    # Stored data is checked as the caller's arguments are: refused naming the field, not
+    # with a RecursionError.
+    data = _DEEP_SAVED[field](_saved())
+    with pytest.raises(LocalProtocolError, match=f"^saved flow: {field}: not JSON: nested too"
+                                                 " deeply to write as JSON"):
+        ClientFlow.from_data(data, now=100.0, next_id=Ids(100))
+
+
+def test_a_flow_nested_too_deeply_to_save_is_refused_and_runs_on() -> None:
+    # Params within what a leg's copy takes, deeper than the saved data's copy recurses:
+    # to_data refuses as for a flow it cannot save, and the flow goes on as it was.
+    flow = make_flow(params={"name": "x", "arguments": {"deep": nested(1500)}})
+    with pytest.raises(LocalProtocolError, match=r"^the flow cannot be saved: not JSON: nested"
+                                                 r" too deeply to write as JSON"):
+        flow.to_data(0.0)
+    assert flow.state is FlowState.IDLE
+    flow.start(0.0)
+    assert flow.state is FlowState.AWAITING_RESPONSE
 
 
 def _saved_idle() -> dict[str, Any]:
