@@ -25,7 +25,8 @@ the client's thread or event loop past every time limit (forms keep no ``pattern
 :mod:`mrtr_core.wire.forms`).
 Their size and depth are those of the listing message, which
 the transport already bounds (``max_bytes``, ``max_depth``); at most ``max_tools`` schemas
-are remembered.
+are remembered. A result nested deeper than the check of a recursive schema can follow
+fails its call (the schema stays: the next result may be fine).
 """
 
 from __future__ import annotations
@@ -271,6 +272,11 @@ class OutputSchemas:
             )
         try:
             problem = entry[1].problem(result["structuredContent"])
+        except RecursionError:  # a recursive schema walks as deep as this result goes
+            return StructuredContentError(
+                tool, "structuredContent is nested too deeply to check against the tool's "
+                "outputSchema", result=result,
+            )
         except Exception as exc:  # the peer's schema fails only when used (see module doc)
             _drop(tables, tool, entry, f"outputSchema cannot be used: {type(exc).__name__}",
                   self.max_tools)

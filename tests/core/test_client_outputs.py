@@ -520,3 +520,28 @@ def test_a_listing_stays_in_use_while_another_thread_learns_its_next_page(
         other.join(30)
     assert isinstance(meanwhile, StructuredContentError)
     assert _listed(schemas) == {"forecast": NUMBER, "report": SCHEMA}
+
+
+def test_a_result_too_deep_to_check_is_refused_and_the_schema_kept() -> None:
+    # A recursive outputSchema walks as deep as the result goes: a server's result nested past
+    # what the check recurses through is the result's fault (the next call may be fine), so
+    # it fails that call, where it dropped the schema and every later result went unchecked.
+    node = {"type": "object", "properties": {"a": {"$ref": "#/$defs/node"}}}
+    recursive = {"$ref": "#/$defs/node", "$defs": {"node": node}}
+    schemas = OutputSchemas()
+    schemas.learn(_listing(tree=recursive))
+    error = schemas.check("tree", _result(_objects(5000)))
+    assert isinstance(error, StructuredContentError)
+    assert "nested too deeply to check" in str(error)
+    assert schemas.schema_for("tree") == recursive and "tree" not in schemas.rejected
+    assert schemas.check("tree", _result({"a": {"a": {}}})) is None
+    refused = schemas.check("tree", _result({"a": 1}))
+    assert isinstance(refused, StructuredContentError)
+
+
+def _objects(levels: int) -> dict[str, Any]:
+    """``{}`` inside ``levels`` objects, each under the member ``a``."""
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
