@@ -19,6 +19,7 @@ from mrtr_core._checks import shown
 from mrtr_core.app._members import ANNOTATIONS, ICON, LINK, META, Member, failing_member
 from mrtr_core.errors import INTERNAL_ERROR, JsonRpcError
 from mrtr_core.server.schemas import CompiledSchema
+from mrtr_core.wire.formats import FormatProblem, block_problem, contents_problem
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
@@ -109,7 +110,15 @@ def _check_block(block: Any, where: str) -> None:
     if kind == "resource" and not _contents_item(block.get("resource")):
         raise _bad(f"{where} (resource) needs a resource with a string uri and a string "
                    "text or blob (and mimeType, when given)")
+    _check_format(block_problem(block), f"{where} ({kind}) ")
     _check_optional(block, where)
+
+
+def _check_format(found: FormatProblem | None, where: str) -> None:
+    """Refuse a member out of the format the schema gives it (``found``), named after
+    ``where``: a client checking the format refuses the whole result."""
+    if found is not None:
+        raise _bad(f"{where}{found[0].lstrip('.')} must be {found[1]}")
 
 
 def _check_blocks(blocks: Any, what: str) -> list[JsonObject]:
@@ -292,6 +301,8 @@ def resource_result(
                    "string text or blob (and mimeType, when given)")
     for index, item in enumerate(contents):
         _check_members(item, f"contents[{index}]", META)
+        if built:  # bytes were encoded here: their blob needs no second look
+            _check_format(contents_problem(item), f"contents[{index}].")
     out.setdefault("ttlMs", ttl_ms)
     out.setdefault("cacheScope", cache_scope)
     problem = caching_problem(out["ttlMs"], out["cacheScope"])

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from mrtr_core._checks import instance_of, optional_text, positive_int
+from mrtr_core.wire.formats import content_problem
 from mrtr_core.wire.models import (
     INCLUDE_CONTEXT_VALUES,
     CreateMessageRequest,
@@ -124,8 +125,10 @@ def sample(
 
     Raises:
         ValueError: ``max_tokens`` is not an integer of at least 1 (digest §1.5 b: the
-            schema types ``maxTokens`` as an integer, and clients refuse any other), or
-            ``include_context`` is not ``"none"``, ``"thisServer"`` or ``"allServers"``.
+            schema types ``maxTokens`` as an integer, and clients refuse any other),
+            ``include_context`` is not ``"none"``, ``"thisServer"`` or ``"allServers"``, or
+            a message's block has a member out of its format (an image's ``data`` that is
+            not base64: :mod:`~mrtr_core.wire.formats`).
         TypeError: ``messages`` is not a string or a list of strings and message mappings,
             ``stop_sequences`` not a list of strings, ``tools`` not a list of mappings,
             ``system_prompt`` not a string or ``temperature`` not a number (digest §1.5 b).
@@ -181,6 +184,9 @@ def _check_sampling(
             if not isinstance(item, str | Mapping):
                 raise TypeError(f"messages[{index}] must be a string or a mapping, not "
                                 f"{type(item).__name__}")
+            found = None if isinstance(item, str) else content_problem(item.get("content"))
+            if found is not None:  # clients refuse the request (schema.json formats)
+                raise ValueError(f"messages[{index}].content{found[0]} must be {found[1]}")
     optional_text("system_prompt", system_prompt)
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, int | float)

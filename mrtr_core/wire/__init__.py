@@ -1,5 +1,6 @@
-"""Wire models of the MCP 2026-07-28 messages MRTR touches, the one converter, and the
-parser of elicitation form schemas."""
+"""Wire models of the MCP 2026-07-28 messages MRTR touches, the one converter, the checks
+of the string formats the schema gives some members, and the parser of elicitation form
+schemas."""
 
 from mrtr_core.wire.converter import (
     converter,
@@ -13,6 +14,13 @@ from mrtr_core.wire.converter import (
     unstructure_input_request,
     unstructure_input_required,
     unstructure_params,
+)
+from mrtr_core.wire.formats import (
+    FormatProblem,
+    block_problem,
+    content_problem,
+    contents_problem,
+    is_base64,
 )
 from mrtr_core.wire.forms import (
     Choice,
@@ -31,7 +39,12 @@ __all__ = [
     "FormField",
     "FormSchemaError",
     "FormSpec",
+    "FormatProblem",
+    "block_problem",
+    "content_problem",
+    "contents_problem",
     "converter",
+    "is_base64",
     "structure_client_capabilities",
     "structure_input_request",
     "structure_input_required",

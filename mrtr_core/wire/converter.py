@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeVar, cast, get_origin
+from typing import Any, Final, TypeGuard, TypeVar, cast, get_origin
 
 import attrs
 import cattrs
@@ -16,6 +16,7 @@ from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from mrtr_core.errors import CodecError
+from mrtr_core.wire.formats import FormatProblem, block_problem, content_problem, contents_problem
 from mrtr_core.wire.forms import FormSchemaError, _bare_form, check_requested_schema
 from mrtr_core.wire.models import (
     CALL_TOOL,
@@ -127,13 +128,16 @@ def _strict_list_factory(type_: Any, conv: cattrs.Converter) -> Callable[[Any, A
     return structure
 
 
-def _is_block(obj: Any) -> bool:
+def _is_block(obj: Any) -> TypeGuard[dict[str, Any]]:
     # Every content block (text, image, audio, tool_use, tool_result) names its `type`.
     return isinstance(obj, dict) and isinstance(obj.get("type"), str)
 
 
 def _structure_content(obj: Any, _: type) -> dict[str, Any] | list[dict[str, Any]]:
     if _is_block(obj) or (isinstance(obj, list) and all(_is_block(o) for o in obj)):
+        found = content_problem(obj)
+        if found is not None:
+            raise CodecError(f"content{found[0]} must be {found[1]}")
         return cast("dict[str, Any] | list[dict[str, Any]]", obj)
     raise CodecError(
         "content must be a block or an array of blocks, each an object with a string 'type'"
@@ -388,7 +392,9 @@ def _check_sampling_message(message: Any, path: str) -> None:
     if isinstance(content, list):
         for index, block in enumerate(content):
             _check_block(block, f"{path}.content[{index}]")
-    elif not _is_block(content):
+    elif _is_block(content):
+        _refuse(block_problem(content), f"{path}.content")
+    else:
         raise CodecError("content must be a block or an array of blocks",
                          path=f"{path}.content")
 
@@ -599,11 +605,18 @@ def unstructure_input_required(result: InputRequiredResult) -> JsonObject:
 # --- complete results of the MRTR methods ------------------------------------------------------
 
 
+def _refuse(found: FormatProblem | None, path: str) -> None:
+    """Raise the CodecError for a member out of its format (``found``) under ``path``."""
+    if found is not None:
+        raise CodecError(f"must be {found[1]}", path=path + found[0])
+
+
 def _check_block(block: Any, path: str) -> None:
     if not isinstance(block, dict):
         raise CodecError("a content block must be an object", path=path)
     if not isinstance(block.get("type"), str):
         raise CodecError("a content block needs a string type", path=f"{path}.type")
+    _refuse(block_problem(block), path)
 
 
 def _check_message(message: Any, path: str) -> None:
@@ -622,6 +635,7 @@ def _check_contents_item(item: Any, path: str) -> None:
         raise CodecError("a resource contents item must be an object", path=path)
     if not isinstance(item.get("uri"), str):
         raise CodecError("a resource contents item needs a string uri", path=f"{path}.uri")
+    _refuse(contents_problem(item), path)
 
 
 # The payload every complete result of each MRTR method carries, in every protocol revision
@@ -637,9 +651,10 @@ _COMPLETE_PAYLOADS: Final[dict[str, tuple[str, Callable[[Any, str], None]]]] = {
 def check_complete_result(method: str, obj: JsonObject, *, path: str = "result") -> None:
     """Check that a complete result of ``method`` carries the payload its type requires.
 
-    Only the payload array and the fields that say what each entry is are checked, so a
-    result from a server on an earlier revision (no ``resultType``, no caching hints) still
-    passes; unknown fields are left alone. Results of other methods are not checked.
+    Only the payload array, the fields that say what each entry is and the members whose
+    format the schema gives (:mod:`~mrtr_core.wire.formats`) are checked, so a result from
+    a server on an earlier revision (no ``resultType``, no caching hints) still passes;
+    unknown fields are left alone. Results of other methods are not checked.
 
     Raises:
         CodecError: the payload is missing or malformed (``path`` names where).

@@ -223,14 +223,60 @@ _PROMPT = {"name": "p"}
 def test_complete_result_without_its_methods_payload_is_a_codec_error(
     method: str, params: dict[str, Any], result: dict[str, Any], path: str
 ) -> None:
+    error = _refused_result(method, params, result)
+    assert error.path == path and str(error).startswith(f"{path}: ")
+
+
+def _refused_result(method: str, params: dict[str, Any], result: dict[str, Any]) -> CodecError:
+    """The CodecError a flow of ``method`` fails with on the complete ``result``, which is
+    left as it came and kept on the error; the flow keeps no result."""
     flow = make_flow(method, params)
     flow.start(0.0)
     sent = copy.deepcopy(result)
     [fail] = flow.handle(ok(1, result), 0.5)
     assert isinstance(fail, Fail) and type(fail.error) is CodecError
-    assert fail.error.path == path and str(fail.error).startswith(f"{path}: ")
     assert fail.error.result is result and result == sent
     assert flow.state is FlowState.FAILED and flow.result is None
+    return fail.error
+
+
+_IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+_BASE64 = "must be a base64 string (RFC 4648 §4)"
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "result", "path", "problem"),
+    [
+        # schema.json: ImageContent.data, AudioContent.data and BlobResourceContents.blob
+        # are base64 (format "byte"), wherever the block or item sits.
+        ("tools/call", PARAMS, {"content": [_IMAGE, {**_IMAGE, "data": "iVBORw0KGgo"}]},
+         "result.content[1].data", _BASE64),
+        ("tools/call", PARAMS, {"content": [{"type": "audio", "mimeType": "audio/wav",
+                                             "data": "UklG RgA="}]},
+         "result.content[0].data", _BASE64),
+        ("tools/call", PARAMS, {"content": [{"type": "image", "mimeType": "image/png"}]},
+         "result.content[0].data", _BASE64),
+        ("tools/call", PARAMS, {"content": [{"type": "resource", "resource": {
+            "uri": "file:///a", "blob": "not base64"}}]},
+         "result.content[0].resource.blob", _BASE64),
+        ("tools/call", PARAMS, {"content": [{"type": "resource", "resource": "file:///a"}]},
+         "result.content[0].resource", "must be a resource contents object"),
+        ("prompts/get", _PROMPT, {"messages": [
+            {"role": "user", "content": {**_IMAGE, "data": "iVBORw0KGgo=\n"}}]},
+         "result.messages[0].content.data", _BASE64),
+        ("resources/read", _READ, {"contents": [{"uri": "file:///a", "blob": "AA=="},
+                                                {"uri": "file:///a", "blob": "AA-_"}]},
+         "result.contents[1].blob", _BASE64),
+    ],
+    ids=["tool-image-unpadded", "tool-audio-space", "tool-image-no-data",
+         "tool-embedded-blob", "tool-embedded-not-object", "prompt-image-newline",
+         "read-blob-urlsafe"],
+)
+def test_complete_result_with_a_member_out_of_its_format_is_a_codec_error(
+    method: str, params: dict[str, Any], result: dict[str, Any], path: str, problem: str
+) -> None:
+    error = _refused_result(method, params, result)
+    assert error.path == path and str(error) == f"{path}: {problem}"
 
 
 @pytest.mark.parametrize(
@@ -371,6 +417,7 @@ def test_reading_forms_does_not_run_a_validator_per_default(
 
 
 _TEXT = {"type": "text", "text": "hi"}
+_IMAGE_BAD = {"type": "image", "data": "not base64", "mimeType": "image/png"}
 
 
 @pytest.mark.parametrize(
@@ -394,11 +441,20 @@ _TEXT = {"type": "text", "text": "hi"}
         ({"toolChoice": {"mode": "always"}}, "toolChoice.mode"),
         ({"modelPreferences": 5}, "modelPreferences"),
         ({"metadata": [1]}, "metadata"),
+        # schema.json: an image's or audio's data is base64 (format "byte"), in a message's
+        # block, in its array of blocks, and in a tool result's content.
+        ({"messages": [{"role": "user", "content": _IMAGE_BAD}]}, "messages[0].content.data"),
+        ({"messages": [{"role": "user", "content": [_TEXT, _IMAGE_BAD]}]},
+         "messages[0].content[1].data"),
+        ({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "toolUseId": "1", "content": [_IMAGE_BAD]}]}]},
+         "messages[0].content[0].content[0].data"),
     ],
     ids=["message-empty", "role-system", "no-content", "content-str", "block-no-type",
          "include-context", "temperature-str", "temperature-bool", "stop-str", "stop-int",
          "tools-object", "tool-no-name", "tool-no-schema", "tool-choice-str",
-         "tool-choice-mode", "preferences-int", "metadata-list"],
+         "tool-choice-mode", "preferences-int", "metadata-list", "image-data",
+         "image-data-in-array", "image-data-in-tool-result"],
 )
 def test_a_malformed_sampling_request_is_a_codec_error_naming_the_member(
     params: dict[str, Any], path: str
@@ -420,7 +476,8 @@ def test_a_well_formed_sampling_request_with_every_member_reaches_its_handler() 
     request = sampling(
         messages=[{"role": "user", "content": _TEXT},
                   {"role": "assistant", "content": [_TEXT, {"type": "tool_use", "id": "1",
-                                                            "name": "t", "input": {}}]}],
+                                                            "name": "t", "input": {}}]},
+                  {"role": "user", "content": {**_IMAGE_BAD, "data": "aGk="}}],
         systemPrompt="be brief", includeContext="thisServer", temperature=0.5,
         stopSequences=["\n"], tools=[{"name": "t", "inputSchema": {"type": "object"}}],
         toolChoice={"mode": "auto"}, modelPreferences={"hints": [{"name": "m"}]},

@@ -192,6 +192,13 @@ def test_form_and_url_refuse_a_message_or_url_that_is_not_a_string(
         ({"temperature": True}, TypeError, "temperature must be a number or None, not bool"),
         ({"include_context": "everything"}, ValueError,
          "include_context must be 'none', 'thisServer' or 'allServers'"),
+        # schema.json: an image's or audio's data is base64 (format "byte").
+        ({"messages": ["Hi", {"role": "user", "content": {
+            "type": "image", "data": "aGk", "mimeType": "image/png"}}]}, ValueError,
+         r"messages\[1\].content.data must be a base64 string"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}, {
+            "type": "audio", "data": "a b=", "mimeType": "audio/wav"}]}]}, ValueError,
+         r"messages\[0\].content\[1\].data must be a base64 string"),
     ],
 )
 def test_sample_refuses_arguments_it_would_send_wrong(

@@ -538,6 +538,13 @@ _TEXT_BLOCK = {"type": "text", "text": "Paris"}
         ("model", {"role": "assistant", "content": {"text": "Paris"}, "model": "m"}, "type"),
         ("model", {"role": "assistant", "content": [_TEXT_BLOCK, {"type": 3}], "model": "m"},
          "type"),
+        # schema.json: an image's or audio's data is base64 (format "byte").
+        ("model", {"role": "assistant", "model": "m",
+                   "content": {"type": "image", "data": "aGk", "mimeType": "image/png"}},
+         "content.data must be a base64 string"),
+        ("model", {"role": "assistant", "model": "m", "content": [
+            _TEXT_BLOCK, {"type": "audio", "data": "a b=", "mimeType": "audio/wav"}]},
+         "content[1].data must be a base64 string"),
         # ListRootsResult: roots is an array of Root objects, a Root's name a string.
         ("where", {"roots": {}}, "roots"),
         ("where", {"roots": "file:///a"}, "roots"),

@@ -427,6 +427,14 @@ _BAD_BLOCKS = [
      "(resource) needs a resource with a string uri"),
     ({"type": "resource", "resource": {"uri": "x://r", "text": 5}},
      "(resource) needs a resource with a string uri"),
+    # schema.json: ImageContent.data, AudioContent.data, BlobResourceContents.blob are
+    # base64 (format "byte"): a client checking the format refuses the result.
+    ({"type": "image", "data": "AAE", "mimeType": "image/png"},
+     "(image) data must be a base64 string (RFC 4648 §4)"),
+    ({"type": "audio", "data": "AA E=", "mimeType": "audio/wav"},
+     "(audio) data must be a base64 string (RFC 4648 §4)"),
+    ({"type": "resource", "resource": {"uri": "x://r", "blob": "AAE=\n"}},
+     "(resource) resource.blob must be a base64 string (RFC 4648 §4)"),
     ({"type": "video", "data": "AAE="}, "has type 'video'"),
     ({"type": ["text"], "text": "x"}, "has type ['text']"),
     ({"type": too_deep(), "text": "x"}, "has type [[[[[[[...]]]]]]]"),  # shown cut short
@@ -539,6 +547,18 @@ def test_a_read_contents_item_with_a_meta_that_is_not_an_object_is_an_internal_e
     # TextResourceContents/BlobResourceContents._meta is an object (schema.ts).
     assert _invalid(_built_app(value), "resources/read") == (
         "handler returned an invalid result: contents[1]._meta must be an object")
+
+
+@pytest.mark.parametrize("value", [
+    [{"uri": "x://r", "text": "t"}, {"uri": "x://r", "blob": "AAE"}],
+    {"contents": [{"uri": "x://r", "blob": "AAE="}, {"uri": "x://r", "blob": "A-E="}]},
+])
+def test_a_read_contents_blob_that_is_not_base64_is_an_internal_error(value: Any) -> None:
+    # BlobResourceContents.blob is base64 (schema.json: format "byte"); bytes a handler
+    # returns are encoded by the app, a string it builds itself is checked.
+    assert _invalid(_built_app(value), "resources/read") == (
+        "handler returned an invalid result: contents[1].blob must be a base64 string "
+        "(RFC 4648 §4)")
 
 
 @pytest.mark.parametrize(("value", "problem"), [

@@ -1,0 +1,96 @@
+"""The string formats the 2026-07-28 schema gives some members, as cheap checks.
+
+schema.json gives ``format: "byte"`` (base64) to ``ImageContent.data``, ``AudioContent.data``
+and ``BlobResourceContents.blob``. Each check here is well-defined, linear in its input and
+short of a full grammar; its docstring says what it accepts.
+
+:func:`block_problem` and :func:`contents_problem` apply them to a content block and to a
+resource contents item. The converter uses them on what a peer sends, the app on what a
+handler returns, so that a server built on mrtr sends nothing its clients refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeAlias
+
+import pybase64
+
+__all__ = [
+    "FormatProblem",
+    "block_problem",
+    "content_problem",
+    "contents_problem",
+    "is_base64",
+]
+
+FormatProblem: TypeAlias = tuple[str, str]
+"""Where a member is wrong, as a path suffix (``".data"``, ``".resource.blob"``,
+``"[1].data"``) to append to the path of the checked value, and what it must be."""
+
+_BASE64: Final = "a base64 string (RFC 4648 §4)"
+
+
+def is_base64(value: Any) -> bool:
+    """Whether ``value`` is a base64 string: RFC 4648 §4's alphabet, padded to a multiple of
+    four characters, with no line break or other whitespace (the RFC's §3.1 and §3.3 leave
+    both out unless the referring spec allows them, and the schema does not)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        pybase64.b64decode(value, validate=True)  # one SIMD pass; the bytes are dropped
+    except ValueError:
+        return False
+    return True
+
+
+def contents_problem(item: Mapping[str, Any]) -> FormatProblem | None:
+    """The first member of a resource contents item (``TextResourceContents`` or
+    ``BlobResourceContents``) that is not of its format, or ``None``: a ``blob``, when
+    given, is base64. Which members an item needs is for the caller to check."""
+    if "blob" in item and not is_base64(item["blob"]):
+        return ".blob", _BASE64
+    return None
+
+
+def block_problem(block: Mapping[str, Any], *, nested: bool = True) -> FormatProblem | None:
+    """The first member of a content block that is not of its format, or ``None``.
+
+    An ``image`` or ``audio`` block's ``data`` is base64 (given or not: the type requires
+    it); an embedded ``resource`` is a contents item (:func:`contents_problem`); a sampling
+    ``tool_result``'s ``content``, when it is an array, holds blocks checked the same way
+    (one level: ``nested=False`` for those, as a ``ContentBlock`` holds no tool result).
+    Other members, and blocks of other types, are left to the caller.
+    """
+    kind = block.get("type")
+    if kind in ("image", "audio"):
+        if not is_base64(block.get("data")):
+            return ".data", _BASE64
+    elif kind == "resource":
+        resource = block.get("resource")
+        if not isinstance(resource, Mapping):
+            return ".resource", "a resource contents object"
+        found = contents_problem(resource)
+        if found is not None:
+            return ".resource" + found[0], found[1]
+    elif kind == "tool_result" and nested:
+        inner = block.get("content")
+        if isinstance(inner, list):
+            for index, item in enumerate(inner):
+                found = block_problem(item, nested=False) if isinstance(item, Mapping) else None
+                if found is not None:
+                    return f".content[{index}]{found[0]}", found[1]
+    return None
+
+
+def content_problem(content: Any) -> FormatProblem | None:
+    """:func:`block_problem` of a message's ``content``: one block, or an array of them
+    (items that are not objects are left to the caller)."""
+    if isinstance(content, Mapping):
+        return block_problem(content)
+    if isinstance(content, list):
+        for index, block in enumerate(content):
+            found = block_problem(block) if isinstance(block, Mapping) else None
+            if found is not None:
+                return f"[{index}]{found[0]}", found[1]
+    return None

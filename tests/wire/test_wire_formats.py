@@ -1,0 +1,82 @@
+"""The string formats of the 2026-07-28 schema (``mrtr_core.wire.formats``): each check
+accepts what its docstring says and refuses the rest, whatever the value's type."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mrtr_core.wire.formats import block_problem, content_problem, contents_problem, is_base64
+
+_BASE64 = "a base64 string (RFC 4648 §4)"
+
+
+@given(st.binary(max_size=64))
+def test_every_standard_base64_encoding_is_base64(raw: bytes) -> None:
+    assert is_base64(base64.b64encode(raw).decode("ascii"))
+
+
+@pytest.mark.parametrize("value", [
+    "aGk",  # unpadded
+    "aGk==",  # padded past a multiple of four
+    "aG k=",  # whitespace
+    "aGk=\n",  # a line break (RFC 2045's, not RFC 4648's)
+    "aGk=aGk=",  # padding inside
+    "a-_b",  # the URL-safe alphabet
+    "é===",
+    "not base64!",
+    None, 5, b"aGk=", ["aGk="],
+])
+def test_other_values_are_not_base64(value: Any) -> None:
+    assert not is_base64(value)
+
+
+@pytest.mark.parametrize(("block", "problem"), [
+    ({"type": "image", "data": "aGk", "mimeType": "image/png"}, (".data", _BASE64)),
+    ({"type": "audio", "mimeType": "audio/wav"}, (".data", _BASE64)),
+    ({"type": "audio", "data": 5, "mimeType": "audio/wav"}, (".data", _BASE64)),
+    ({"type": "resource", "resource": {"uri": "x://r", "blob": "!"}},
+     (".resource.blob", _BASE64)),
+    ({"type": "resource", "resource": "x://r"}, (".resource", "a resource contents object")),
+    ({"type": "tool_result", "toolUseId": "1",
+      "content": [{"type": "text", "text": "t"}, {"type": "image", "data": "?"}]},
+     (".content[1].data", _BASE64)),
+])
+def test_a_block_names_its_first_member_out_of_format(
+    block: dict[str, Any], problem: tuple[str, str]
+) -> None:
+    assert block_problem(block) == problem
+
+
+@pytest.mark.parametrize("block", [
+    {"type": "text", "text": "aGk"},
+    {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+    {"type": "audio", "data": "", "mimeType": "audio/wav"},
+    {"type": "resource", "resource": {"uri": "x://r", "text": "not base64!"}},
+    {"type": "resource", "resource": {"uri": "x://r", "blob": "AAE="}},
+    {"type": "tool_use", "id": "1", "name": "t", "input": {"data": "!"}},
+    {"type": "tool_result", "toolUseId": "1", "content": "left to the caller"},
+    {"type": "video", "data": "!"},  # a type of no known format: left to the caller
+])
+def test_a_block_whose_members_are_of_their_formats_has_no_problem(
+    block: dict[str, Any]
+) -> None:
+    assert block_problem(block) is None
+
+
+def test_a_nested_tool_result_is_looked_into_once() -> None:
+    inner = {"type": "tool_result", "content": [{"type": "image", "data": "?"}]}
+    assert block_problem({"type": "tool_result", "content": [inner]}) is None
+
+
+def test_content_and_contents_problems() -> None:
+    image = {"type": "image", "data": "?", "mimeType": "image/png"}
+    assert content_problem(image) == (".data", _BASE64)
+    assert content_problem([{"type": "text", "text": "t"}, "x", image]) == ("[2].data", _BASE64)
+    assert content_problem("left to the caller") is None
+    assert contents_problem({"uri": "x://r", "blob": "aGk"}) == (".blob", _BASE64)
+    assert contents_problem({"uri": "x://r", "text": "aGk"}) is None
