@@ -34,6 +34,7 @@ from mrtr_core.app._members import (
 from mrtr_core.app.results import tool_result, unusable_schema
 from mrtr_core.http import param_header_paths
 from mrtr_core.server.schemas import CompiledSchema, reference_problem
+from mrtr_core.wire.formats import URI_FORMAT, is_uri
 from mrtr_core.wire.models import JsonObject
 
 __all__ = [
@@ -758,6 +759,10 @@ def resource_uri_problem(uri: str) -> str | None:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         return f"resource template {uri!r} names {', '.join(repeated)} more than once"
+    if not names and not is_uri(uri):
+        # Resource.uri has format "uri" (schema.json): clients refuse a listing of it, and
+        # a read naming it is refused too.
+        return f"resource URI {uri!r} is not {URI_FORMAT}"
     return None
 
 

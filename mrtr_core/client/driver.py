@@ -20,7 +20,7 @@ from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import attrs
 
-from mrtr_core._checks import flag, instance_of
+from mrtr_core._checks import flag, instance_of, shown
 from mrtr_core._pickling import PicklableError
 from mrtr_core.client.commands import (
     AwaitAnswers,
@@ -36,6 +36,7 @@ from mrtr_core.client.flow import ClientFlow, ResultCheck
 from mrtr_core.client.limits import ClientLimits
 from mrtr_core.client.outputs import OutputSchemas
 from mrtr_core.errors import LocalProtocolError, TransportClosedError, TransportError
+from mrtr_core.wire.formats import URI_FORMAT, is_uri
 from mrtr_core.wire.models import (
     CALL_TOOL,
     ELICITATION_CREATE,
@@ -333,9 +334,13 @@ def resource_params(uri: str) -> tuple[str, JsonObject]:
     """Method and params of ``resources/read``.
 
     Raises:
-        TypeError, ValueError: ``uri`` is not a non-empty string.
+        TypeError, ValueError: ``uri`` is not a non-empty string, or not a URI with a
+            scheme (schema.json gives ``ReadResourceRequestParams.uri`` format ``uri``:
+            the server could only answer -32602 for it).
     """
     _target("uri", uri)
+    if not is_uri(uri):
+        raise ValueError(f"uri must be {URI_FORMAT}, got {shown(uri)}")
     return READ_RESOURCE, {"uri": uri}
 
 

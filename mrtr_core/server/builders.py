@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
-from mrtr_core._checks import instance_of, optional_text, positive_int
-from mrtr_core.wire.formats import content_problem
+from mrtr_core._checks import instance_of, optional_text, positive_int, shown
+from mrtr_core.wire.formats import URI_FORMAT, content_problem, is_uri
 from mrtr_core.wire.models import (
     INCLUDE_CONTEXT_VALUES,
     CreateMessageRequest,
@@ -99,9 +99,13 @@ def url(message: str, url: str) -> ElicitUrlRequest:
     Raises:
         TypeError: ``message`` or ``url`` is not a string (digest §1.5 a: clients refuse
             any other).
+        ValueError: ``url`` is not a URI with a scheme (elicitation.mdx § URL mode: it MUST
+            be a valid URL; clients refuse any other).
     """
     instance_of("message", message, str, "a string")
     instance_of("url", url, str, "a string")
+    if not is_uri(url):
+        raise ValueError(f"url must be {URI_FORMAT}, got {shown(url)}")
     return ElicitUrlRequest(message=message, url=url)
 
 

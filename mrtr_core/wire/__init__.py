@@ -21,6 +21,7 @@ from mrtr_core.wire.formats import (
     content_problem,
     contents_problem,
     is_base64,
+    is_uri,
 )
 from mrtr_core.wire.forms import (
     Choice,
@@ -45,6 +46,7 @@ __all__ = [
     "contents_problem",
     "converter",
     "is_base64",
+    "is_uri",
     "structure_client_capabilities",
     "structure_input_request",
     "structure_input_required",

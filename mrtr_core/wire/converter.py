@@ -16,7 +16,14 @@ from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from mrtr_core.errors import CodecError
-from mrtr_core.wire.formats import FormatProblem, block_problem, content_problem, contents_problem
+from mrtr_core.wire.formats import (
+    URI_FORMAT,
+    FormatProblem,
+    block_problem,
+    content_problem,
+    contents_problem,
+    is_uri,
+)
 from mrtr_core.wire.forms import FormSchemaError, _bare_form, check_requested_schema
 from mrtr_core.wire.models import (
     CALL_TOOL,
@@ -359,6 +366,8 @@ def _structure_elicit(params: JsonObject, path: str) -> ElicitFormRequest | Elic
     message = _require_str(params, "message", path)
     if mode == "url":
         url = _require_str(params, "url", path)
+        if not is_uri(url):  # elicitation.mdx § URL mode: it MUST be a valid URL
+            raise CodecError(f"must be {URI_FORMAT}", path=f"{path}.url")
         extra = {k: v for k, v in params.items() if k not in _URL_KEYS}
         return ElicitUrlRequest(message=message, url=url, extra=extra)
     if mode != "form":
@@ -730,6 +739,8 @@ def structure_params(
                                extra=_extra(obj, _NAMED_KEYS))
     if method == READ_RESOURCE:
         uri = _require_str(obj, "uri", path)
+        if not is_uri(uri):  # ReadResourceRequestParams.uri: format "uri" (schema.json)
+            raise CodecError(f"must be {URI_FORMAT}", path=f"{path}.uri")
         return ReadResourceParams(uri=uri, meta=meta, input_responses=responses,
                                   request_state=state, extra=_extra(obj, _URI_KEYS))
     raise CodecError(f"method {method!r} does not carry MRTR params", path=path)

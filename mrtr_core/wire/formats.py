@@ -1,7 +1,9 @@
 """The string formats the 2026-07-28 schema gives some members, as cheap checks.
 
 schema.json gives ``format: "byte"`` (base64) to ``ImageContent.data``, ``AudioContent.data``
-and ``BlobResourceContents.blob``. Each check here is well-defined, linear in its input and
+and ``BlobResourceContents.blob``, and ``format: "uri"`` to every resource's ``uri``
+(``Resource``, ``ResourceLink``, ``ResourceContents``, ``ReadResourceRequestParams``) and to
+``ElicitRequestURLParams.url``. Each check here is well-defined, linear in its input and
 short of a full grammar; its docstring says what it accepts.
 
 :func:`block_problem` and :func:`contents_problem` apply them to a content block and to a
@@ -11,17 +13,20 @@ handler returns, so that a server built on mrtr sends nothing its clients refuse
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 import pybase64
 
 __all__ = [
+    "URI_FORMAT",
     "FormatProblem",
     "block_problem",
     "content_problem",
     "contents_problem",
     "is_base64",
+    "is_uri",
 ]
 
 FormatProblem: TypeAlias = tuple[str, str]
@@ -29,6 +34,13 @@ FormatProblem: TypeAlias = tuple[str, str]
 ``"[1].data"``) to append to the path of the checked value, and what it must be."""
 
 _BASE64: Final = "a base64 string (RFC 4648 §4)"
+URI_FORMAT: Final = "a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
+"""What :func:`is_uri` accepts, for messages."""
+
+# A scheme and ":" (RFC 3986 §3.1, §4.3), then anything but what no URI or IRI holds: ASCII
+# controls, space and DEL (RFC 3986 §2, RFC 3987 §2.2). The rest of the grammar is the
+# scheme's own; non-ASCII letters are an IRI's and are let through, as the SDKs do.
+_URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20\x7f]*")
 
 
 def is_base64(value: Any) -> bool:
@@ -44,10 +56,19 @@ def is_base64(value: Any) -> bool:
     return True
 
 
+def is_uri(value: Any) -> bool:
+    """Whether ``value`` is a string that starts with a scheme and ``:`` (RFC 3986 §3.1)
+    and holds no whitespace or control character (which no URI holds, RFC 3986 §2)."""
+    return isinstance(value, str) and _URI.fullmatch(value) is not None
+
+
 def contents_problem(item: Mapping[str, Any]) -> FormatProblem | None:
     """The first member of a resource contents item (``TextResourceContents`` or
-    ``BlobResourceContents``) that is not of its format, or ``None``: a ``blob``, when
-    given, is base64. Which members an item needs is for the caller to check."""
+    ``BlobResourceContents``) that is not of its format, or ``None``: its ``uri`` is a URI
+    and its ``blob``, when given, base64. Which other members an item needs is for the
+    caller to check."""
+    if not is_uri(item.get("uri")):
+        return ".uri", URI_FORMAT
     if "blob" in item and not is_base64(item["blob"]):
         return ".blob", _BASE64
     return None
@@ -56,8 +77,9 @@ def contents_problem(item: Mapping[str, Any]) -> FormatProblem | None:
 def block_problem(block: Mapping[str, Any], *, nested: bool = True) -> FormatProblem | None:
     """The first member of a content block that is not of its format, or ``None``.
 
-    An ``image`` or ``audio`` block's ``data`` is base64 (given or not: the type requires
-    it); an embedded ``resource`` is a contents item (:func:`contents_problem`); a sampling
+    An ``image`` or ``audio`` block's ``data`` is base64 and a ``resource_link``'s ``uri``
+    a URI (given or not: the type requires them); an embedded ``resource`` is a contents
+    item (:func:`contents_problem`); a sampling
     ``tool_result``'s ``content``, when it is an array, holds blocks checked the same way
     (one level: ``nested=False`` for those, as a ``ContentBlock`` holds no tool result).
     Other members, and blocks of other types, are left to the caller.
@@ -66,6 +88,9 @@ def block_problem(block: Mapping[str, Any], *, nested: bool = True) -> FormatPro
     if kind in ("image", "audio"):
         if not is_base64(block.get("data")):
             return ".data", _BASE64
+    elif kind == "resource_link":
+        if not is_uri(block.get("uri")):
+            return ".uri", URI_FORMAT
     elif kind == "resource":
         resource = block.get("resource")
         if not isinstance(resource, Mapping):

@@ -152,6 +152,9 @@ def test_a_manual_call_declares_the_kinds_its_capabilities_declare_without_handl
     (lambda: prompt_params(None, None), TypeError, "name must be a string"),  # type: ignore[arg-type]
     (lambda: resource_params(b"file:///a"), TypeError, "uri must be a string, not bytes"),  # type: ignore[arg-type]
     (lambda: resource_params(""), ValueError, "uri must not be empty"),
+    # ReadResourceRequestParams.uri has format "uri" (schema.json): servers refuse others.
+    (lambda: resource_params("a.txt"), ValueError, "uri must be a URI with a scheme"),
+    (lambda: resource_params("file:///a b"), ValueError, "uri must be a URI with a scheme"),
 ])
 def test_call_targets_and_arguments_of_the_wrong_shape_are_refused_before_sending(
     build: Any, error: type[Exception], message: str

@@ -242,6 +242,7 @@ def _refused_result(method: str, params: dict[str, Any], result: dict[str, Any])
 
 _IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
 _BASE64 = "must be a base64 string (RFC 4648 §4)"
+_URI = "must be a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
 
 
 @pytest.mark.parametrize(
@@ -267,10 +268,19 @@ _BASE64 = "must be a base64 string (RFC 4648 §4)"
         ("resources/read", _READ, {"contents": [{"uri": "file:///a", "blob": "AA=="},
                                                 {"uri": "file:///a", "blob": "AA-_"}]},
          "result.contents[1].blob", _BASE64),
+        # schema.json: a resource's uri (ResourceContents, ResourceLink) has format "uri".
+        ("tools/call", PARAMS, {"content": [{"type": "resource_link", "uri": "a.txt",
+                                             "name": "a"}]},
+         "result.content[0].uri", _URI),
+        ("tools/call", PARAMS, {"content": [{"type": "resource", "resource": {
+            "uri": "/srv/a", "text": "t"}}]},
+         "result.content[0].resource.uri", _URI),
+        ("resources/read", _READ, {"contents": [{"uri": "file:///a b", "text": "t"}]},
+         "result.contents[0].uri", _URI),
     ],
     ids=["tool-image-unpadded", "tool-audio-space", "tool-image-no-data",
          "tool-embedded-blob", "tool-embedded-not-object", "prompt-image-newline",
-         "read-blob-urlsafe"],
+         "read-blob-urlsafe", "tool-link-uri", "tool-embedded-uri", "read-uri-space"],
 )
 def test_complete_result_with_a_member_out_of_its_format_is_a_codec_error(
     method: str, params: dict[str, Any], result: dict[str, Any], path: str, problem: str
@@ -332,12 +342,15 @@ def test_input_required_with_neither_requests_nor_state_is_a_protocol_error(
                     "params": {"mode": "url", "message": "m"}}}),
         irr({"q": {"method": "elicitation/create",
                     "params": {"mode": "video", "message": "m"}}}),
+        irr({"q": url_request("example.com/consent")}),
+        irr({"q": url_request("https://example.com/con sent")}),
         irr({"q": {"method": "sampling/createMessage", "params": {"messages": []}}}),
         irr({"q": {"method": "tasks/get", "params": {}}}),
         irr({"q": form()}, "s", _meta="not an object"),
     ],
     ids=["requests-list", "state-int", "entry-str", "no-params", "form-no-schema",
-         "url-no-url", "unknown-mode", "sampling-no-max", "unknown-kind", "meta-str"],
+         "url-no-url", "unknown-mode", "url-no-scheme", "url-space", "sampling-no-max",
+         "unknown-kind", "meta-str"],
 )
 def test_malformed_input_required_is_a_codec_error(result: dict[str, Any]) -> None:
     flow = make_flow()
@@ -347,6 +360,18 @@ def test_malformed_input_required_is_a_codec_error(result: dict[str, Any]) -> No
     assert isinstance(fail, Fail) and isinstance(fail.error, CodecError)
     assert fail.error.result is result
     assert not invokes(commands)
+
+
+def test_a_url_elicitation_whose_url_is_no_uri_is_a_codec_error_naming_it() -> None:
+    # elicitation.mdx § URL mode: the url MUST contain a valid URL (schema.json: format
+    # "uri"); one without a scheme is no link the user could examine.
+    result = irr({"q": url_request("example.com/consent")}, "s")
+    flow = make_flow()
+    flow.start(0.0)
+    [fail] = flow.handle(ok(1, result), 0.5)
+    assert isinstance(fail, Fail) and type(fail.error) is CodecError
+    assert fail.error.path == "result.inputRequests.q.params.url"
+    assert str(fail.error).endswith(_URI)
 
 
 def _form_with(schema: Any) -> dict[str, Any]:

@@ -156,6 +156,14 @@ def test_sample_refuses_a_max_tokens_the_client_would_refuse(max_tokens: object)
         sample("Summarise", max_tokens)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("link", ["example.com/connect", "https://example.com/con nect", ""])
+def test_url_refuses_a_url_that_is_no_uri(link: str) -> None:
+    # elicitation.mdx § URL mode: the url MUST contain a valid URL (schema.json: format
+    # "uri"); clients refuse the request, so the builder names it where the handler asks.
+    with pytest.raises(ValueError, match="url must be a URI with a scheme"):
+        url("Connect", link)
+
+
 @pytest.mark.parametrize(
     ("build", "named"),
     [

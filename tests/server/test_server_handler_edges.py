@@ -435,6 +435,11 @@ _BAD_BLOCKS = [
      "(audio) data must be a base64 string (RFC 4648 §4)"),
     ({"type": "resource", "resource": {"uri": "x://r", "blob": "AAE=\n"}},
      "(resource) resource.blob must be a base64 string (RFC 4648 §4)"),
+    # schema.json: ResourceLink.uri and ResourceContents.uri have format "uri".
+    ({"type": "resource_link", "uri": "r", "name": "r"},
+     "(resource_link) uri must be a URI with a scheme"),
+    ({"type": "resource", "resource": {"uri": "x://a b", "text": "t"}},
+     "(resource) resource.uri must be a URI with a scheme"),
     ({"type": "video", "data": "AAE="}, "has type 'video'"),
     ({"type": ["text"], "text": "x"}, "has type ['text']"),
     ({"type": too_deep(), "text": "x"}, "has type [[[[[[[...]]]]]]]"),  # shown cut short
@@ -549,16 +554,26 @@ def test_a_read_contents_item_with_a_meta_that_is_not_an_object_is_an_internal_e
         "handler returned an invalid result: contents[1]._meta must be an object")
 
 
-@pytest.mark.parametrize("value", [
-    [{"uri": "x://r", "text": "t"}, {"uri": "x://r", "blob": "AAE"}],
-    {"contents": [{"uri": "x://r", "blob": "AAE="}, {"uri": "x://r", "blob": "A-E="}]},
+_BASE64_ITEM = "blob must be a base64 string (RFC 4648 §4)"
+_URI_ITEM = "uri must be a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ([{"uri": "x://r", "text": "t"}, {"uri": "x://r", "blob": "AAE"}], _BASE64_ITEM),
+    ({"contents": [{"uri": "x://r", "blob": "AAE="}, {"uri": "x://r", "blob": "A-E="}]},
+     _BASE64_ITEM),
+    ([{"uri": "x://r", "text": "t"}, {"uri": "r", "text": "t"}], _URI_ITEM),
+    ({"contents": [{"uri": "x://r", "text": "t"}, {"uri": "x://\nr", "blob": "AAE="}]},
+     _URI_ITEM),
 ])
-def test_a_read_contents_blob_that_is_not_base64_is_an_internal_error(value: Any) -> None:
-    # BlobResourceContents.blob is base64 (schema.json: format "byte"); bytes a handler
-    # returns are encoded by the app, a string it builds itself is checked.
+def test_a_read_contents_item_out_of_its_format_is_an_internal_error(
+    value: Any, problem: str
+) -> None:
+    # ResourceContents.uri has format "uri", BlobResourceContents.blob format "byte"
+    # (schema.json); bytes a handler returns are encoded by the app, a string it builds
+    # itself is checked.
     assert _invalid(_built_app(value), "resources/read") == (
-        "handler returned an invalid result: contents[1].blob must be a base64 string "
-        "(RFC 4648 §4)")
+        f"handler returned an invalid result: contents[1].{problem}")
 
 
 @pytest.mark.parametrize(("value", "problem"), [
@@ -723,6 +738,9 @@ def test_generator_resources_are_refused_at_registration() -> None:
         ("x://close}", "only {name} template variables"),
         ("x://{a}/{a}", "names a more than once"),
         ("", "must be a non-empty string"),
+        # Resource.uri has format "uri" (schema.json): a read of it would be refused.
+        ("fixed", "is not a URI with a scheme"),
+        ("x://a b", "is not a URI with a scheme"),
     ],
 )
 def test_resource_uris_that_no_read_can_name_are_refused(uri: str, problem: str) -> None:

@@ -74,6 +74,11 @@ def test_prompt_and_resource_params() -> None:
     (GET_PROMPT, {"name": "p", "_meta": META, "arguments": {"a": 1}},
      "arguments must map names to strings", "params.arguments"),
     (READ_RESOURCE, {"_meta": META}, "'uri' must be a string", "params"),
+    # ReadResourceRequestParams.uri has format "uri" (schema.json).
+    (READ_RESOURCE, {"uri": "static-text", "_meta": META}, "must be a URI with a scheme",
+     "params.uri"),
+    (READ_RESOURCE, {"uri": "test://a b", "_meta": META}, "must be a URI with a scheme",
+     "params.uri"),
     ("tools/list", {"_meta": META}, "does not carry MRTR params", "params"),
 ])
 def test_malformed_params_are_refused_with_the_path(

@@ -10,9 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mrtr_core.wire.formats import block_problem, content_problem, contents_problem, is_base64
+from mrtr_core.wire.formats import (
+    block_problem,
+    content_problem,
+    contents_problem,
+    is_base64,
+    is_uri,
+)
 
 _BASE64 = "a base64 string (RFC 4648 §4)"
+_URI = "a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
 
 
 @given(st.binary(max_size=64))
@@ -35,7 +42,28 @@ def test_other_values_are_not_base64(value: Any) -> None:
     assert not is_base64(value)
 
 
+@pytest.mark.parametrize("value", [
+    "file:///tmp/a.txt", "test://static-text", "https://example.com/a?b=c#d", "mailto:a@b.c",
+    "urn:isbn:0451450523", "data:image/png;base64,iVBORw0KGgo=", "x:", "A+b.c-d:e",
+    "file:///tmp/caf\u00e9.txt",  # an IRI's letters (RFC 3987) are not refused
+])
+def test_uris_with_a_scheme_are_uris(value: str) -> None:
+    assert is_uri(value)
+
+
+@pytest.mark.parametrize("value", [
+    "", "a.txt", "/srv/a.txt", "//host/a", "1x://a", "+x:a", ":a", "example.com",
+    "https://example.com/a b", "https://example.com/\n", "https://example.com/\x7f",
+    "\thttps://example.com", "https://example.com/a\x00",
+    None, 5, b"x://a", ["x://a"],
+])
+def test_other_values_are_not_uris(value: Any) -> None:
+    assert not is_uri(value)
+
+
 @pytest.mark.parametrize(("block", "problem"), [
+    ({"type": "resource_link", "uri": "r", "name": "r"}, (".uri", _URI)),
+    ({"type": "resource", "resource": {"uri": "a b", "text": "t"}}, (".resource.uri", _URI)),
     ({"type": "image", "data": "aGk", "mimeType": "image/png"}, (".data", _BASE64)),
     ({"type": "audio", "mimeType": "audio/wav"}, (".data", _BASE64)),
     ({"type": "audio", "data": 5, "mimeType": "audio/wav"}, (".data", _BASE64)),
@@ -79,4 +107,5 @@ def test_content_and_contents_problems() -> None:
     assert content_problem([{"type": "text", "text": "t"}, "x", image]) == ("[2].data", _BASE64)
     assert content_problem("left to the caller") is None
     assert contents_problem({"uri": "x://r", "blob": "aGk"}) == (".blob", _BASE64)
+    assert contents_problem({"uri": "r", "blob": "aGk"}) == (".uri", _URI)
     assert contents_problem({"uri": "x://r", "text": "aGk"}) is None
