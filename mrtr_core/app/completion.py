@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
+from mrtr_core.wire.formats import is_uri_template
 from mrtr_core.wire.models import JsonObject
 
 __all__ = ["MAX_COMPLETION_VALUES", "completion_params", "completion_result"]
@@ -22,6 +23,13 @@ def completion_params(
     ref, argument, context = params.get("ref"), params.get("argument"), params.get("context")
     if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
         raise JsonRpcError(INVALID_PARAMS, "ref must be a ref/prompt or ref/resource object")
+    # PromptReference.name is a string; ResourceTemplateReference.uri a URI or URI template
+    # (schema.json: format "uri-template"). The completer is handed the ref as it came.
+    if ref["type"] == "ref/prompt" and not isinstance(ref.get("name"), str):
+        raise JsonRpcError(INVALID_PARAMS, "ref.name must be a string")
+    if ref["type"] == "ref/resource" and not is_uri_template(ref.get("uri")):
+        raise JsonRpcError(INVALID_PARAMS, "ref.uri must be a URI template (RFC 6570 §2: "
+                           "braces around non-empty expressions, no whitespace)")
     if not (isinstance(argument, dict) and isinstance(argument.get("name"), str)
             and isinstance(argument.get("value"), str)):
         raise JsonRpcError(INVALID_PARAMS, "argument must be {name: string, value: string}")

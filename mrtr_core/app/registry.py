@@ -759,10 +759,14 @@ def resource_uri_problem(uri: str) -> str | None:
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         return f"resource template {uri!r} names {', '.join(repeated)} more than once"
-    if not names and not is_uri(uri):
-        # Resource.uri has format "uri" (schema.json): clients refuse a listing of it, and
-        # a read naming it is refused too.
-        return f"resource URI {uri!r} is not {URI_FORMAT}"
+    # Resource.uri has format "uri" and ResourceTemplate.uriTemplate "uri-template"
+    # (schema.json): clients refuse a listing of one that is not, and a read naming what a
+    # template expands to is refused unless it is a URI, its scheme written out.
+    if not names:
+        return None if is_uri(uri) else f"resource URI {shown(uri)} is not {URI_FORMAT}"
+    if ":" not in uri[:uri.index("{")] or not is_uri(_TEMPLATE_VAR.sub("v", uri)):
+        return (f"resource template {shown(uri)} does not expand to {URI_FORMAT} (its scheme "
+                "is written out, not a variable)")
     return None
 
 

@@ -22,6 +22,7 @@ from mrtr_core.wire.formats import (
     contents_problem,
     is_base64,
     is_uri,
+    is_uri_template,
 )
 from mrtr_core.wire.forms import (
     Choice,
@@ -47,6 +48,7 @@ __all__ = [
     "converter",
     "is_base64",
     "is_uri",
+    "is_uri_template",
     "structure_client_capabilities",
     "structure_input_request",
     "structure_input_required",

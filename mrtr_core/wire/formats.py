@@ -3,8 +3,10 @@
 schema.json gives ``format: "byte"`` (base64) to ``ImageContent.data``, ``AudioContent.data``
 and ``BlobResourceContents.blob``, and ``format: "uri"`` to every resource's ``uri``
 (``Resource``, ``ResourceLink``, ``ResourceContents``, ``ReadResourceRequestParams``) and to
-``ElicitRequestURLParams.url``. Each check here is well-defined, linear in its input and
-short of a full grammar; its docstring says what it accepts.
+``ElicitRequestURLParams.url``, and ``format: "uri-template"`` to
+``ResourceTemplate.uriTemplate`` and ``ResourceTemplateReference.uri``. Each check here is
+well-defined, linear in its input and short of a full grammar; its docstring says what it
+accepts.
 
 :func:`block_problem` and :func:`contents_problem` apply them to a content block and to a
 resource contents item. The converter uses them on what a peer sends, the app on what a
@@ -27,6 +29,7 @@ __all__ = [
     "contents_problem",
     "is_base64",
     "is_uri",
+    "is_uri_template",
 ]
 
 FormatProblem: TypeAlias = tuple[str, str]
@@ -60,6 +63,19 @@ def is_uri(value: Any) -> bool:
     """Whether ``value`` is a string that starts with a scheme and ``:`` (RFC 3986 §3.1)
     and holds no whitespace or control character (which no URI holds, RFC 3986 §2)."""
     return isinstance(value, str) and _URI.fullmatch(value) is not None
+
+
+# RFC 6570 §2: literals, and expressions in braces; a literal is never a brace, whitespace
+# or a control (§2.1), and an expression is never empty (§2.2). The two branches start
+# with different characters, so the match is linear.
+_URI_TEMPLATE: Final = re.compile(r"(?:[^{}\x00-\x20\x7f]|\{[^{}\x00-\x20\x7f]+\})*")
+
+
+def is_uri_template(value: Any) -> bool:
+    """Whether ``value`` is a string of RFC 6570 §2's shape: literals without whitespace or
+    control characters, and ``{...}`` expressions, each closed, non-empty and holding no
+    brace. What an expression names (its operator and variables) is not parsed."""
+    return isinstance(value, str) and _URI_TEMPLATE.fullmatch(value) is not None
 
 
 def contents_problem(item: Mapping[str, Any]) -> FormatProblem | None:

@@ -759,6 +759,38 @@ def test_completion_with_bad_ref_is_invalid_params(driver: Driver) -> None:
     assert error(reply)["code"] == -32602
 
 
+@pytest.mark.parametrize(("ref", "problem"), [
+    # PromptReference.name is a string; ResourceTemplateReference.uri has format
+    # "uri-template" (schema.json): RFC 6570 braces around non-empty expressions.
+    ({"type": "ref/prompt"}, "ref.name must be a string"),
+    ({"type": "ref/prompt", "name": 5}, "ref.name must be a string"),
+    ({"type": "ref/resource"}, "ref.uri must be a URI template"),
+    ({"type": "ref/resource", "uri": ["test://items/{item}"]}, "ref.uri must be a URI template"),
+    ({"type": "ref/resource", "uri": "test://items/{item"}, "ref.uri must be a URI template"),
+    ({"type": "ref/resource", "uri": "test://items/{}/detail"}, "ref.uri must be a URI template"),
+    ({"type": "ref/resource", "uri": "test://items/}"}, "ref.uri must be a URI template"),
+    ({"type": "ref/resource", "uri": "test://items/{item}/a b"},
+     "ref.uri must be a URI template"),
+])
+def test_completion_with_a_ref_member_out_of_its_type_or_format_is_invalid_params(
+    driver: Driver, ref: dict[str, Any], problem: str
+) -> None:
+    reply = driver.call("completion/complete", {"ref": ref,
+                                                "argument": {"name": "a", "value": "b"}})
+    assert error(reply)["code"] == -32602
+    assert problem in error(reply)["message"]
+
+
+@pytest.mark.parametrize("uri", ["test://items/{item}/detail", "test://items/1/detail",
+                                 "{+base}/items{?q,lang}"])
+def test_completion_of_a_resource_template_reaches_the_completer(
+    driver: Driver, uri: str
+) -> None:
+    res = result(driver.call("completion/complete", {
+        "ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "item", "value": "a"}}))
+    assert res["completion"]["values"][:2] == ["a0", "a1"]
+
+
 # --- progress ------------------------------------------------------------------------------------
 
 

@@ -741,6 +741,12 @@ def test_generator_resources_are_refused_at_registration() -> None:
         # Resource.uri has format "uri" (schema.json): a read of it would be refused.
         ("fixed", "is not a URI with a scheme"),
         ("x://a b", "is not a URI with a scheme"),
+        # ResourceTemplate.uriTemplate has format "uri-template" (schema.json), and each
+        # URI it expands to is a resource's uri: one with a scheme, written out.
+        ("items/{item}", "does not expand to a URI with a scheme"),
+        ("{scheme}://items/{item}", "does not expand to a URI with a scheme"),
+        ("x{s}://items", "does not expand to a URI with a scheme"),
+        ("x://items/{item} detail", "does not expand to a URI with a scheme"),
     ],
 )
 def test_resource_uris_that_no_read_can_name_are_refused(uri: str, problem: str) -> None:

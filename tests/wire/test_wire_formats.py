@@ -16,6 +16,7 @@ from mrtr_core.wire.formats import (
     contents_problem,
     is_base64,
     is_uri,
+    is_uri_template,
 )
 
 _BASE64 = "a base64 string (RFC 4648 §4)"
@@ -59,6 +60,22 @@ def test_uris_with_a_scheme_are_uris(value: str) -> None:
 ])
 def test_other_values_are_not_uris(value: Any) -> None:
     assert not is_uri(value)
+
+
+@pytest.mark.parametrize("value", [
+    "test://items/{item}/detail", "x://{a}{b}", "{+base}/items{?q,lang}", "x://plain",
+    "file:///{path*}", "x://{var:3}", "no-scheme/{a}",
+])
+def test_rfc_6570_templates_are_uri_templates(value: str) -> None:
+    assert is_uri_template(value)
+
+
+@pytest.mark.parametrize("value", [
+    "x://{a", "x://a}", "x://{}", "x://{{a}}", "x://{a}}", "x://{a b}", "x://{a}/b c",
+    "x://\n{a}", None, 5, ["x://{a}"],
+])
+def test_other_values_are_not_uri_templates(value: Any) -> None:
+    assert not is_uri_template(value)
 
 
 @pytest.mark.parametrize(("block", "problem"), [
