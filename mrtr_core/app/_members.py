@@ -3,14 +3,16 @@
 alike where a handler's result carries them (:mod:`~mrtr_core.app.results`) and where a
 definition declares them (:mod:`~mrtr_core.app.registry`).
 
-Each member, when given, is of its type, or a client checking the schema refuses the whole
-result (or list) that carries it.
+Each member, when given, is of its type (and of its format or range, where the schema gives
+one), or a client checking the schema refuses the whole result (or list) that carries it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
+
+from mrtr_core.wire.formats import is_rfc3339_date_time, is_unit_number
 
 __all__ = [
     "ANNOTATIONS", "ICON", "LINK", "META", "TOOL_ANNOTATIONS", "Member", "failing_member",
@@ -40,11 +42,6 @@ def _is_integer(value: Any) -> bool:
     return type(value) is int  # a bool is not an integer here (as for ttlMs)
 
 
-def _is_priority(value: Any) -> bool:
-    # The chained comparison is false for nan as for anything out of range.
-    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
-
-
 def _is_audience(value: Any) -> bool:
     return isinstance(value, list) and all(role in ("user", "assistant") for role in value)
 
@@ -64,8 +61,11 @@ def _is_theme(value: Any) -> bool:
 META: Final[Mapping[str, Member]] = {"_meta": Member(_is_object, "an object", dict)}
 ANNOTATIONS: Final[Mapping[str, Member]] = {
     "audience": Member(_is_audience, "a list of 'user' and 'assistant'", list),
-    "priority": Member(_is_priority, "a number from 0 to 1", (int, float)),
-    "lastModified": Member(_is_text, "a string", str),
+    "priority": Member(is_unit_number, "a number from 0 to 1", (int, float)),
+    # ISO 8601 (schema.ts); official clients take RFC 3339's date-time only, so that is
+    # what a server built on mrtr sends (a client built on it takes any ISO 8601).
+    "lastModified": Member(is_rfc3339_date_time, "an RFC 3339 date-time with an offset "
+                           "(e.g. 2025-01-12T15:00:58Z)", str),
 }
 ICON: Final[Mapping[str, Member]] = {
     "src": Member(_is_text, "a string", str),  # required: its absence is for the caller

@@ -321,14 +321,16 @@ class App:
         ``icons`` and ``meta`` (its ``_meta``) are checked, copied and listed as a tool's
         are (:meth:`tool`), as are ``annotations`` (``Annotations``: ``audience``, a list of
         ``"user"`` and ``"assistant"``; ``priority``, a number from 0 to 1;
-        ``lastModified``, a string) and, for a resource that is not a template, ``size``
+        ``lastModified``, an RFC 3339 date-time with an offset such as
+        ``"2025-01-12T15:00:58Z"``) and, for a resource that is not a template, ``size``
         (the raw content's size in bytes, an integer).
 
         Raises:
-            ValueError: ``uri`` is not a level-1 template or a URI, ``name`` is empty,
+            ValueError: ``uri`` is not a level-1 template or a URI with a scheme (nor
+                expands to one), ``name`` is empty,
                 the caching hints are invalid, a template is given a ``size`` (or a
                 resource one too long to write), or a member of ``icons``, ``meta`` or
-                ``annotations`` is unknown or out of range.
+                ``annotations`` is unknown or out of its range or format.
             TypeError: ``name``, ``title``, ``mime_type`` or ``description`` is not a
                 string or ``None``, ``single_use`` is not a bool, or ``icons``, ``meta``,
                 ``annotations``, ``size`` or one of their members is of another type.

@@ -110,8 +110,8 @@ def _check_block(block: Any, where: str) -> None:
     if kind == "resource" and not _contents_item(block.get("resource")):
         raise _bad(f"{where} (resource) needs a resource with a string uri and a string "
                    "text or blob (and mimeType, when given)")
-    _check_format(block_problem(block), f"{where} ({kind}) ")
     _check_optional(block, where)
+    _check_format(block_problem(block), f"{where} ({kind}) ")
 
 
 def _check_format(found: FormatProblem | None, where: str) -> None:

@@ -4,9 +4,10 @@ schema.json gives ``format: "byte"`` (base64) to ``ImageContent.data``, ``AudioC
 and ``BlobResourceContents.blob``, and ``format: "uri"`` to every resource's ``uri``
 (``Resource``, ``ResourceLink``, ``ResourceContents``, ``ReadResourceRequestParams``) and to
 ``ElicitRequestURLParams.url``, and ``format: "uri-template"`` to
-``ResourceTemplate.uriTemplate`` and ``ResourceTemplateReference.uri``. Each check here is
-well-defined, linear in its input and short of a full grammar; its docstring says what it
-accepts.
+``ResourceTemplate.uriTemplate`` and ``ResourceTemplateReference.uri``; schema.ts asks for
+ISO 8601 in ``Annotations.lastModified`` and a number from 0 to 1 in
+``Annotations.priority``. Each check here is well-defined, linear in its input and short of
+a full grammar; its docstring says what it accepts.
 
 :func:`block_problem` and :func:`contents_problem` apply them to a content block and to a
 resource contents item. The converter uses them on what a peer sends, the app on what a
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final, TypeAlias
 
 import pybase64
@@ -24,10 +26,14 @@ import pybase64
 __all__ = [
     "URI_FORMAT",
     "FormatProblem",
+    "annotations_problem",
     "block_problem",
     "content_problem",
     "contents_problem",
     "is_base64",
+    "is_iso_date_time",
+    "is_rfc3339_date_time",
+    "is_unit_number",
     "is_uri",
     "is_uri_template",
 ]
@@ -78,6 +84,62 @@ def is_uri_template(value: Any) -> bool:
     return isinstance(value, str) and _URI_TEMPLATE.fullmatch(value) is not None
 
 
+_MAX_DATE_TIME: Final = 64  # far past any ISO 8601 date-time a clock writes
+_ISO_DATE_TIME: Final = "an ISO 8601 date or date-time (e.g. 2025-01-12T15:00:58Z)"
+
+# RFC 3339 §5.6 date-time: seconds and an offset required, upper-case T and Z.
+_RFC3339: Final = re.compile(
+    r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)",
+    re.ASCII,
+)
+
+
+def is_iso_date_time(value: Any) -> bool:
+    """Whether ``value`` is an ISO 8601 date or date-time, as ``datetime.fromisoformat``
+    reads one (an optional time, fraction and offset) once a lower-case ``t`` or ``z`` is
+    raised (RFC 3339 §5.6 allows them): at most 64 ASCII characters naming a real day."""
+    if not isinstance(value, str) or len(value) > _MAX_DATE_TIME or not value.isascii():
+        return False
+    try:
+        datetime.fromisoformat(value.upper())
+    except ValueError:
+        return False
+    return True
+
+
+def is_rfc3339_date_time(value: Any) -> bool:
+    """Whether ``value`` is an RFC 3339 §5.6 ``date-time`` naming a real moment: date,
+    upper-case ``T``, time with seconds (a fraction allowed), ``Z`` or a ``±hh:mm`` offset.
+    The ISO 8601 profile the official SDKs' clients take in ``lastModified`` (leap seconds
+    aside), and the only one a server built on mrtr sends there."""
+    if not isinstance(value, str) or _RFC3339.fullmatch(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value)  # 30 February, hour 24 and the like
+    except ValueError:
+        return False
+    return True
+
+
+def is_unit_number(value: Any) -> bool:
+    """Whether ``value`` is a number from 0 to 1 (a bool is not a number here)."""
+    # The chained comparison is false for nan as for anything out of range.
+    return not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1
+
+
+def annotations_problem(annotations: Any) -> FormatProblem | None:
+    """The first member of an ``Annotations`` object out of its range or format, or
+    ``None``: ``priority`` is a number from 0 to 1, ``lastModified`` ISO 8601 (schema.ts).
+    Not an object at all is a problem too (``""``: the value itself)."""
+    if not isinstance(annotations, Mapping):
+        return "", "an object"
+    if "priority" in annotations and not is_unit_number(annotations["priority"]):
+        return ".priority", "a number from 0 to 1"
+    if "lastModified" in annotations and not is_iso_date_time(annotations["lastModified"]):
+        return ".lastModified", _ISO_DATE_TIME
+    return None
+
+
 def contents_problem(item: Mapping[str, Any]) -> FormatProblem | None:
     """The first member of a resource contents item (``TextResourceContents`` or
     ``BlobResourceContents``) that is not of its format, or ``None``: its ``uri`` is a URI
@@ -95,10 +157,11 @@ def block_problem(block: Mapping[str, Any], *, nested: bool = True) -> FormatPro
 
     An ``image`` or ``audio`` block's ``data`` is base64 and a ``resource_link``'s ``uri``
     a URI (given or not: the type requires them); an embedded ``resource`` is a contents
-    item (:func:`contents_problem`); a sampling
-    ``tool_result``'s ``content``, when it is an array, holds blocks checked the same way
-    (one level: ``nested=False`` for those, as a ``ContentBlock`` holds no tool result).
-    Other members, and blocks of other types, are left to the caller.
+    item (:func:`contents_problem`); a sampling ``tool_result``'s ``content``, when it is
+    an array, holds blocks checked the same way (one level: ``nested=False`` for those, as
+    a ``ContentBlock`` holds no tool result); any block's ``annotations``, when given, pass
+    :func:`annotations_problem`. Other members, and blocks of other types, are left to the
+    caller.
     """
     kind = block.get("type")
     if kind in ("image", "audio"):
@@ -121,6 +184,10 @@ def block_problem(block: Mapping[str, Any], *, nested: bool = True) -> FormatPro
                 found = block_problem(item, nested=False) if isinstance(item, Mapping) else None
                 if found is not None:
                     return f".content[{index}]{found[0]}", found[1]
+    if "annotations" in block:
+        found = annotations_problem(block["annotations"])
+        if found is not None:
+            return ".annotations" + found[0], found[1]
     return None
 
 

@@ -243,6 +243,9 @@ def _refused_result(method: str, params: dict[str, Any], result: dict[str, Any])
 _IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
 _BASE64 = "must be a base64 string (RFC 4648 §4)"
 _URI = "must be a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
+_TEXT_BLOCK = {"type": "text", "text": "t"}
+_PRIORITY = "must be a number from 0 to 1"
+_MODIFIED = "must be an ISO 8601 date or date-time (e.g. 2025-01-12T15:00:58Z)"
 
 
 @pytest.mark.parametrize(
@@ -277,16 +280,45 @@ _URI = "must be a URI with a scheme (RFC 3986 §3.1) and no whitespace or contro
          "result.content[0].resource.uri", _URI),
         ("resources/read", _READ, {"contents": [{"uri": "file:///a b", "text": "t"}]},
          "result.contents[0].uri", _URI),
+        # Annotations (schema.ts): priority is a number from 0 to 1, lastModified ISO 8601.
+        ("tools/call", PARAMS, {"content": [{**_TEXT_BLOCK, "annotations": "high"}]},
+         "result.content[0].annotations", "must be an object"),
+        ("tools/call", PARAMS, {"content": [{**_TEXT_BLOCK, "annotations": {"priority": 2}}]},
+         "result.content[0].annotations.priority", _PRIORITY),
+        ("tools/call", PARAMS, {"content": [{**_IMAGE, "annotations": {"priority": "1"}}]},
+         "result.content[0].annotations.priority", _PRIORITY),
+        ("prompts/get", _PROMPT, {"messages": [{"role": "user", "content": {
+            **_TEXT_BLOCK, "annotations": {"lastModified": "last week"}}}]},
+         "result.messages[0].content.annotations.lastModified", _MODIFIED),
+        ("tools/call", PARAMS, {"content": [{"type": "resource_link", "uri": "file:///a",
+                                             "name": "a",
+                                             "annotations": {"lastModified": 1736694058}}]},
+         "result.content[0].annotations.lastModified", _MODIFIED),
     ],
     ids=["tool-image-unpadded", "tool-audio-space", "tool-image-no-data",
          "tool-embedded-blob", "tool-embedded-not-object", "prompt-image-newline",
-         "read-blob-urlsafe", "tool-link-uri", "tool-embedded-uri", "read-uri-space"],
+         "read-blob-urlsafe", "tool-link-uri", "tool-embedded-uri", "read-uri-space",
+         "annotations-str", "priority-2", "priority-str", "modified-words", "modified-int"],
 )
 def test_complete_result_with_a_member_out_of_its_format_is_a_codec_error(
     method: str, params: dict[str, Any], result: dict[str, Any], path: str, problem: str
 ) -> None:
     error = _refused_result(method, params, result)
     assert error.path == path and str(error) == f"{path}: {problem}"
+
+
+@pytest.mark.parametrize("modified", [
+    "2025-01-12T15:00:58Z", "2025-01-12t15:00:58z", "2025-01-12T15:00:58.123456789+01:00",
+    "2025-01-12", "2025-01-12T15:00:58",  # ISO 8601 all, though no RFC 3339 date-time
+])
+def test_annotations_in_range_and_format_are_kept(modified: str) -> None:
+    flow = make_flow()
+    flow.start(0.0)
+    annotated = {**_TEXT_BLOCK, "annotations": {"priority": 0.5, "lastModified": modified,
+                                                "audience": ["user"]}}
+    result = {"content": [annotated, {**_IMAGE, "annotations": {"priority": 1}}]}
+    [complete] = flow.handle(ok(1, result), 0.5)
+    assert isinstance(complete, Complete) and complete.result is result
 
 
 @pytest.mark.parametrize(

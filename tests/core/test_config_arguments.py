@@ -460,7 +460,7 @@ def _read_day(ctx: Any, uri: str, day: str) -> str:
     [
         # Resource and ResourceTemplate (schema.ts) have icons, _meta and Annotations
         # (audience a list of 'user'/'assistant', priority a number from 0 to 1,
-        # lastModified a string); only a Resource has a size, an integer.
+        # lastModified a date-time); only a Resource has a size, an integer.
         ("file:///a", {"icons": ("x.png",)}, TypeError,
          "resource 'file:///a': icons\\[0\\] must be a mapping of Icon members, not str"),
         ("file:///{day}", {"icons": [{"src": "a.png", "sizes": ["48x48", None]}]}, ValueError,
@@ -487,7 +487,17 @@ def _read_day(ctx: Any, uri: str, day: str) -> str:
         ("file:///a", {"annotations": {"priority": True}}, TypeError,
          "resource 'file:///a': annotations priority must be a number from 0 to 1, not bool"),
         ("file:///{day}", {"annotations": {"lastModified": 20250112}}, TypeError,
-         "resource 'file:///{day}': annotations lastModified must be a string, not int"),
+         "resource 'file:///{day}': annotations lastModified must be an RFC 3339 date-time"
+         " with an offset \\(e.g. 2025-01-12T15:00:58Z\\), not int"),
+        # Annotations.lastModified is ISO 8601 (schema.ts); official clients take RFC 3339's
+        # date-time with an offset only, so that is all a server built on mrtr sends.
+        ("file:///a", {"annotations": {"lastModified": "2025-01-12"}}, ValueError,
+         "resource 'file:///a': annotations lastModified must be an RFC 3339 date-time"
+         " with an offset \\(e.g. 2025-01-12T15:00:58Z\\), got '2025-01-12'"),
+        ("file:///a", {"annotations": {"lastModified": "2025-01-12T15:00:58"}}, ValueError,
+         "resource 'file:///a': annotations lastModified must be an RFC 3339 date-time"),
+        ("file:///a", {"annotations": {"lastModified": "2025-02-30T15:00:58Z"}}, ValueError,
+         "resource 'file:///a': annotations lastModified must be an RFC 3339 date-time"),
         ("file:///a", {"annotations": {"Priority": 1}}, ValueError,
          "resource 'file:///a': annotations member 'Priority' is not one of audience,"
          " priority, lastModified"),

@@ -545,6 +545,10 @@ _TEXT_BLOCK = {"type": "text", "text": "Paris"}
         ("model", {"role": "assistant", "model": "m", "content": [
             _TEXT_BLOCK, {"type": "audio", "data": "a b=", "mimeType": "audio/wav"}]},
          "content[1].data must be a base64 string"),
+        # Annotations (schema.ts): priority is a number from 0 to 1.
+        ("model", {"role": "assistant", "model": "m", "content": {
+            **_TEXT_BLOCK, "annotations": {"priority": -1}}},
+         "content.annotations.priority must be a number from 0 to 1"),
         # ListRootsResult: roots is an array of Root objects, a Root's name a string.
         ("where", {"roots": {}}, "roots"),
         ("where", {"roots": "file:///a"}, "roots"),

@@ -477,6 +477,8 @@ _LINK: Any = {"type": "resource_link", "uri": "x://r", "name": "r"}
 _EMBED: Any = {"type": "resource", "resource": {"uri": "x://r", "text": "t"}}
 _AUDIENCE = "annotations.audience must be a list of 'user' and 'assistant'"
 _PRIORITY = "annotations.priority must be a number from 0 to 1"
+_MODIFIED = ("annotations.lastModified must be an RFC 3339 date-time with an offset "
+             "(e.g. 2025-01-12T15:00:58Z)")
 _BAD_OPTIONAL_MEMBERS = [
     ({**_TEXT, "annotations": "high"}, "annotations must be an object"),
     ({**_TEXT, "annotations": None}, "annotations must be an object"),
@@ -487,8 +489,14 @@ _BAD_OPTIONAL_MEMBERS = [
     ({**_TEXT, "annotations": {"priority": -0.5}}, _PRIORITY),
     ({**_TEXT, "annotations": {"priority": "1"}}, _PRIORITY),
     ({**_TEXT, "annotations": {"priority": True}}, _PRIORITY),
-    ({**_TEXT, "annotations": {"lastModified": 20250112}},
-     "annotations.lastModified must be a string"),
+    ({**_TEXT, "annotations": {"lastModified": 20250112}}, _MODIFIED),
+    # Annotations.lastModified is ISO 8601 (schema.ts); official clients take RFC 3339's
+    # date-time with an offset only, so that is all a server built on mrtr sends.
+    ({**_TEXT, "annotations": {"lastModified": "yesterday"}}, _MODIFIED),
+    ({**_TEXT, "annotations": {"lastModified": "2025-01-12"}}, _MODIFIED),
+    ({**_TEXT, "annotations": {"lastModified": "2025-01-12T15:00:58"}}, _MODIFIED),
+    ({**_TEXT, "annotations": {"lastModified": "2025-01-12T15:00Z"}}, _MODIFIED),
+    ({**_TEXT, "annotations": {"lastModified": "2025-13-12T15:00:58Z"}}, _MODIFIED),
     ({**_TEXT, "_meta": 5}, "_meta must be an object"),
     ({"type": "image", "data": "AAE=", "mimeType": "image/png", "_meta": ["k"]},
      "_meta must be an object"),
@@ -503,8 +511,7 @@ _BAD_OPTIONAL_MEMBERS = [
     ({**_LINK, "size": 1.5}, "size must be an integer"),
     ({**_LINK, "size": True}, "size must be an integer"),
     ({**_LINK, "_meta": "m"}, "_meta must be an object"),
-    ({**_LINK, "annotations": {"lastModified": None}},
-     "annotations.lastModified must be a string"),
+    ({**_LINK, "annotations": {"lastModified": None}}, _MODIFIED),
     ({**_LINK, "icons": "x.png"}, "icons must be a list of icons"),
     ({**_LINK, "icons": {"src": "x.png"}}, "icons must be a list of icons"),
     ({**_LINK, "icons": ["x.png"]}, "icons[0] must be an icon (an object) with a string 'src'"),

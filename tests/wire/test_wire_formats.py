@@ -11,16 +11,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrtr_core.wire.formats import (
+    annotations_problem,
     block_problem,
     content_problem,
     contents_problem,
     is_base64,
+    is_iso_date_time,
+    is_rfc3339_date_time,
+    is_unit_number,
     is_uri,
     is_uri_template,
 )
 
 _BASE64 = "a base64 string (RFC 4648 §4)"
 _URI = "a URI with a scheme (RFC 3986 §3.1) and no whitespace or control character"
+_ISO = "an ISO 8601 date or date-time (e.g. 2025-01-12T15:00:58Z)"
 
 
 @given(st.binary(max_size=64))
@@ -126,3 +131,47 @@ def test_content_and_contents_problems() -> None:
     assert contents_problem({"uri": "x://r", "blob": "aGk"}) == (".blob", _BASE64)
     assert contents_problem({"uri": "r", "blob": "aGk"}) == (".uri", _URI)
     assert contents_problem({"uri": "x://r", "text": "aGk"}) is None
+
+
+_RFC3339 = ["2025-01-12T15:00:58Z", "2025-01-12T15:00:58.5+01:00", "2024-02-29T23:59:59-23:59",
+            "2025-01-12T15:00:58.123456789Z"]
+
+
+@pytest.mark.parametrize("value", [*_RFC3339, "2025-01-12t15:00:58z", "2025-01-12",
+                                   "2025-01-12T15:00:58", "2025-01-12T15:00+01:00"])
+def test_iso_8601_dates_and_date_times_are_iso_date_times(value: str) -> None:
+    assert is_iso_date_time(value)
+
+
+@pytest.mark.parametrize("value", [
+    "yesterday", "2025-02-30", "2025-13-01T00:00:00Z", "2025-01-12T24:00:00Z",
+    "2025-01-12T15:00:58Z" + " " * 60, "\u0662025-01-12", "", None, 1736694058, ["2025-01-12"],
+])
+def test_other_values_are_not_iso_date_times(value: Any) -> None:
+    assert not is_iso_date_time(value)
+
+
+@pytest.mark.parametrize("value", _RFC3339)
+def test_rfc_3339_date_times_are_rfc_3339_date_times(value: str) -> None:
+    assert is_rfc3339_date_time(value)
+
+
+@pytest.mark.parametrize("value", [
+    "2025-01-12", "2025-01-12T15:00:58", "2025-01-12T15:00Z", "2025-01-12t15:00:58z",
+    "2025-01-12 15:00:58Z", "20250112T150058Z", "2025-01-12T15:00:58+0100",
+    "2025-01-12T15:00:58+24:00", "2025-02-30T00:00:00Z", "2025-12-31T23:59:60Z", None,
+])
+def test_other_values_are_not_rfc_3339_date_times(value: Any) -> None:
+    assert not is_rfc3339_date_time(value)
+
+
+def test_unit_numbers_and_annotations() -> None:
+    assert [is_unit_number(v) for v in (0, 1, 0.5, 1.5, -0.1, float("nan"), True, "1")] == [
+        True, True, True, False, False, False, False, False]
+    assert annotations_problem({"priority": 0.2, "lastModified": "2025-01-12",
+                                "audience": ["user"]}) is None
+    assert annotations_problem([]) == ("", "an object")
+    assert annotations_problem({"priority": 2}) == (".priority", "a number from 0 to 1")
+    assert annotations_problem({"lastModified": "now"}) == (".lastModified", _ISO)
+    assert block_problem({"type": "text", "text": "t", "annotations": {"priority": None}}) == (
+        ".annotations.priority", "a number from 0 to 1")
