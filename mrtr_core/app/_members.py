@@ -9,10 +9,11 @@ one), or a client checking the schema refuses the whole result (or list) that ca
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
-from mrtr_core.wire.formats import is_rfc3339_date_time, is_unit_number
+from mrtr_core.wire.formats import URI_FORMAT, is_rfc3339_date_time, is_unit_number, is_uri
 
 __all__ = [
     "ANNOTATIONS", "ICON", "LINK", "META", "TOOL_ANNOTATIONS", "Member", "failing_member",
@@ -50,8 +51,15 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool)
 
 
-def _is_texts(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+# Icon.sizes (schema.ts): each "should be in WxH format (e.g. "48x48") or "any"", as in
+# HTML's sizes attribute (whose x may be upper-case).
+_ICON_SIZE: Final = re.compile(r"any|[1-9][0-9]*[xX][1-9][0-9]*")
+
+
+def _is_icon_sizes(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, str) and _ICON_SIZE.fullmatch(item) is not None for item in value
+    )
 
 
 def _is_theme(value: Any) -> bool:
@@ -68,9 +76,11 @@ ANNOTATIONS: Final[Mapping[str, Member]] = {
                            "(e.g. 2025-01-12T15:00:58Z)", str),
 }
 ICON: Final[Mapping[str, Member]] = {
-    "src": Member(_is_text, "a string", str),  # required: its absence is for the caller
+    # src is required (its absence is for the caller) and has format "uri" (schema.json):
+    # an https or a data: URI, say.
+    "src": Member(is_uri, URI_FORMAT, str),
     "mimeType": Member(_is_text, "a string", str),
-    "sizes": Member(_is_texts, "a list of strings", list),
+    "sizes": Member(_is_icon_sizes, "a list of sizes, each WxH (48x48) or 'any'", list),
     "theme": Member(_is_theme, "'light' or 'dark'", str),
 }
 LINK: Final[Mapping[str, Member]] = {

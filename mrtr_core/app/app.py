@@ -224,9 +224,10 @@ class App:
                 of the tool's ``structuredContent``. Every complete result that is not an
                 error must then carry ``structuredContent`` it accepts, else the call is
                 answered -32603 (server/tools.mdx § Output Schema).
-            icons: ``Icon`` mappings: ``src`` (a string), and when given ``mimeType`` (a
-                string), ``sizes`` (a list of strings), ``theme`` (``"light"`` or
-                ``"dark"``); any other member, or one of another type, is refused.
+            icons: ``Icon`` mappings: ``src`` (a URI with a scheme, such as an https or a
+                ``data:`` URI), and when given ``mimeType`` (a string), ``sizes`` (a list
+                of ``"WxH"`` sizes or ``"any"``), ``theme`` (``"light"`` or ``"dark"``);
+                any other member, or one of another type or format, is refused.
             meta: The tool's ``_meta``: a mapping with string keys that JSON can write.
 
         Each is checked when the decorator runs (``TypeError``/``ValueError`` naming it),

@@ -108,8 +108,8 @@ def _declared_members(
 
 def declared_icons(owner: str, icons: Any) -> list[JsonObject] | None:
     """A copy of the ``icons`` given to a decorator (``None`` for none), each an ``Icon``
-    (schema.ts: a string ``src``; ``mimeType``, ``sizes`` and ``theme`` when given, checked
-    as in a result's resource link); ``TypeError``/``ValueError`` naming ``owner`` and the
+    (schema.ts: a ``src`` URI; ``mimeType``, ``sizes`` and ``theme`` when given, checked as
+    in a result's resource link); ``TypeError``/``ValueError`` naming ``owner`` and the
     member."""
     if icons is None:
         return None

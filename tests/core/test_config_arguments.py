@@ -262,29 +262,42 @@ def _greet(ctx: Any) -> str:
         ({"output_schema": {"$ref": "#/$defs/a", "$defs": {"a": {"allOf": [{"$ref": "#"}]}}}},
          ValueError, "tool 'greet': outputSchema cannot be used: \\$ref '#/\\$defs/a' \\(at"
          " \\$ref\\) is in a loop"),
-        # Tool.icons is a list of Icon (schema.ts): src a string, mimeType a string, sizes
-        # a list of strings, theme 'light' or 'dark'; a misspelt member is refused too.
+        # Tool.icons is a list of Icon (schema.ts): src a URI, mimeType a string, sizes a
+        # list of sizes, theme 'light' or 'dark'; a misspelt member is refused too.
         ({"icons": "x.png"}, TypeError, "tool 'greet': icons must be a list of icons or None,"
          " not str"),
-        ({"icons": {"src": "x.png"}}, TypeError,
+        ({"icons": {"src": "https://x.example/x.png"}}, TypeError,
          "tool 'greet': icons must be a list of icons or None, not dict"),
         ({"icons": ["x.png"]}, TypeError,
          "tool 'greet': icons\\[0\\] must be a mapping of Icon members, not str"),
         ({"icons": [{"mimeType": "image/png"}]}, ValueError,
          "tool 'greet': icons\\[0\\] needs a src"),
-        ({"icons": [{"src": "a.png"}, {"src": 5}]}, TypeError,
-         "tool 'greet': icons\\[1\\] src must be a string, not int"),
-        ({"icons": [{"src": "a.png", "mimeType": 5}]}, TypeError,
+        ({"icons": [{"src": "https://x.example/a.png"}, {"src": 5}]}, TypeError,
+         "tool 'greet': icons\\[1\\] src must be a URI with a scheme \\(RFC 3986 §3.1\\) and"
+         " no whitespace or control character, not int"),
+        # Icon.src has format "uri" (schema.json: an https or a data: URI, say), and each of
+        # Icon.sizes is WxH or "any" (schema.ts).
+        ({"icons": [{"src": "a.png"}]}, ValueError,
+         "tool 'greet': icons\\[0\\] src must be a URI with a scheme \\(RFC 3986 §3.1\\) and"
+         " no whitespace or control character, got 'a.png'"),
+        ({"icons": [{"src": "https://x.example/a.png", "sizes": ["48"]}]}, ValueError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of sizes, each WxH \\(48x48\\) or"
+         " 'any', got \\['48'\\]"),
+        ({"icons": [{"src": "https://x.example/a.png", "sizes": ["48x48", "big"]}]}, ValueError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of sizes"),
+        ({"icons": [{"src": "https://x.example/a.png", "mimeType": 5}]}, TypeError,
          "tool 'greet': icons\\[0\\] mimeType must be a string, not int"),
-        ({"icons": [{"src": "a.png", "sizes": "48x48"}]}, TypeError,
-         "tool 'greet': icons\\[0\\] sizes must be a list of strings, not str"),
-        ({"icons": [{"src": "a.png", "sizes": [48]}]}, ValueError,
-         "tool 'greet': icons\\[0\\] sizes must be a list of strings, got \\[48\\]"),
-        ({"icons": [{"src": "a.png", "theme": "blue"}]}, ValueError,
+        ({"icons": [{"src": "https://x.example/a.png", "sizes": "48x48"}]}, TypeError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of sizes, each WxH \\(48x48\\) or"
+         " 'any', not str"),
+        ({"icons": [{"src": "https://x.example/a.png", "sizes": [48]}]}, ValueError,
+         "tool 'greet': icons\\[0\\] sizes must be a list of sizes, each WxH \\(48x48\\) or"
+         " 'any', got \\[48\\]"),
+        ({"icons": [{"src": "https://x.example/a.png", "theme": "blue"}]}, ValueError,
          "tool 'greet': icons\\[0\\] theme must be 'light' or 'dark', got 'blue'"),
-        ({"icons": [{"src": "a.png", "theme": None}]}, TypeError,
+        ({"icons": [{"src": "https://x.example/a.png", "theme": None}]}, TypeError,
          "tool 'greet': icons\\[0\\] theme must be 'light' or 'dark', not NoneType"),
-        ({"icons": [{"src": "a.png", "size": "48x48"}]}, ValueError,
+        ({"icons": [{"src": "https://x.example/a.png", "size": "48x48"}]}, ValueError,
          "tool 'greet': icons\\[0\\] member 'size' is not one of src, mimeType, sizes,"
          " theme"),
         # Tool._meta is a JSON object (schema.ts MetaObject), listed as it is.
@@ -345,8 +358,8 @@ def test_tool_registration_refuses_bad_values_naming_the_tool(
         ({"name": 5}, TypeError, "prompt name must be a string, not int"),
         # Prompt.icons and Prompt._meta (schema.ts) are checked as a tool's are.
         ({"icons": [{"src": b"a.png"}]}, TypeError,
-         "prompt 'greet': icons\\[0\\] src must be a string, not bytes"),
-        ({"icons": [{"src": "a.png", "theme": "Dark"}]}, ValueError,
+         "prompt 'greet': icons\\[0\\] src must be a URI with a scheme"),
+        ({"icons": [{"src": "https://x.example/a.png", "theme": "Dark"}]}, ValueError,
          "prompt 'greet': icons\\[0\\] theme must be 'light' or 'dark', got 'Dark'"),
         ({"meta": "m"}, TypeError, "prompt 'greet': meta must be a mapping or None, not str"),
         ({"meta": {"k": b"x"}}, ValueError,
@@ -371,6 +384,9 @@ _DEEP_ARGUMENTS = {"type": "object", "properties": {"n": _DEEP_SCHEMA}}
 _TOO_DEEP = "nested too deeply to write as JSON, or circular"
 
 
+_SRC = "https://x.example/a.png"
+
+
 @pytest.mark.parametrize(
     ("error", "message", "register"),
     [
@@ -384,8 +400,8 @@ _TOO_DEEP = "nested too deeply to write as JSON, or circular"
          lambda app: app.tool("greet", input_schema=_DEEP_ARGUMENTS)),
         (ValueError, "tool 'greet': outputSchema is nested too deeply to check as a JSON Schema",
          lambda app: app.tool("greet", output_schema=_DEEP_SCHEMA)),
-        (ValueError, "tool 'greet': icons\\[0\\] sizes must be a list of strings, got \\[\\[\\[",
-         lambda app: app.tool("greet", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "tool 'greet': icons\\[0\\] sizes must be a list of sizes, .* got \\[\\[\\[",
+         lambda app: app.tool("greet", icons=[{"src": _SRC, "sizes": too_deep()}])),
         (ValueError, "tool name \\[\\[\\[.*\\] must be 1-128 characters",
          lambda app: app.tool(too_deep())),
         (TypeError, "tool 'greet': meta key \\(\\(\\(.*\\) must be a string, not tuple",
@@ -394,8 +410,8 @@ _TOO_DEEP = "nested too deeply to write as JSON, or circular"
          lambda app: app.tool("greet", annotations={too_deep_key(): 1})),
         (ValueError, f"prompt 'greet': meta is not JSON \\({_TOO_DEEP}\\)",
          lambda app: app.prompt("greet", meta={"k": too_deep()})),
-        (ValueError, "prompt 'greet': icons\\[0\\] sizes must be a list of strings, got",
-         lambda app: app.prompt("greet", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "prompt 'greet': icons\\[0\\] sizes must be a list of sizes, .* got",
+         lambda app: app.prompt("greet", icons=[{"src": _SRC, "sizes": too_deep()}])),
         (ValueError, "prompt 'greet': an argument needs a non-empty string name, got {'desc",
          lambda app: app.prompt("greet", arguments=[{"description": too_deep()}])),
         (ValueError, "prompt 'greet': argument 'who' member \\(\\(\\(.*\\) is not one of",
@@ -404,8 +420,8 @@ _TOO_DEEP = "nested too deeply to write as JSON, or circular"
          lambda app: app.resource("file:///a", meta={"k": too_deep()})),
         (ValueError, f"resource 'file:///{{day}}': meta is not JSON \\({_TOO_DEEP}\\)",
          lambda app: app.resource("file:///{day}", meta={"k": too_deep()})),
-        (ValueError, "resource 'file:///a': icons\\[0\\] sizes must be a list of strings, got",
-         lambda app: app.resource("file:///a", icons=[{"src": "a.png", "sizes": too_deep()}])),
+        (ValueError, "resource 'file:///a': icons\\[0\\] sizes must be a list of sizes, .* got",
+         lambda app: app.resource("file:///a", icons=[{"src": _SRC, "sizes": too_deep()}])),
         (ValueError, "resource 'file:///a': annotations audience must be a list of 'user' and"
          " 'assistant', got \\[\\[\\[",
          lambda app: app.resource("file:///a", annotations={"audience": too_deep()})),
@@ -463,8 +479,9 @@ def _read_day(ctx: Any, uri: str, day: str) -> str:
         # lastModified a date-time); only a Resource has a size, an integer.
         ("file:///a", {"icons": ("x.png",)}, TypeError,
          "resource 'file:///a': icons\\[0\\] must be a mapping of Icon members, not str"),
-        ("file:///{day}", {"icons": [{"src": "a.png", "sizes": ["48x48", None]}]}, ValueError,
-         "resource 'file:///{day}': icons\\[0\\] sizes must be a list of strings"),
+        ("file:///{day}", {"icons": [{"src": "https://x.example/a.png",
+                                      "sizes": ["48x48", None]}]}, ValueError,
+         "resource 'file:///{day}': icons\\[0\\] sizes must be a list of sizes"),
         ("file:///a", {"meta": {"k": {1, 2}}}, ValueError,
          "resource 'file:///a': meta is not JSON \\(Object of type set"),
         ("file:///{day}", {"meta": 5}, TypeError,

@@ -449,7 +449,7 @@ def test_the_lists_show_icons_meta_annotations_and_size_as_given() -> None:
 
 def test_icons_meta_and_annotations_are_copied_when_the_definition_is_registered() -> None:
     app = App("t", "1", codec=make_codec())
-    icons: list[dict[str, Any]] = [{"src": "a.png", "sizes": ["16x16"]}]
+    icons: list[dict[str, Any]] = [{"src": "https://x.example/a.png", "sizes": ["16x16"]}]
     meta: dict[str, Any] = {"com.example/k": {"deep": [1]}}
     annotations: dict[str, Any] = {"audience": ["user"]}
     app.tool(name="t", icons=icons, meta=meta)(lambda ctx: "x")
@@ -458,16 +458,16 @@ def test_icons_meta_and_annotations_are_copied_when_the_definition_is_registered
         lambda ctx, uri: "x")
     app.resource("file:///r/{x}", icons=icons, meta=meta, annotations=annotations)(
         lambda ctx, uri, x: "x")
-    icons[0]["src"] = "b.png"
+    icons[0]["src"] = "https://x.example/b.png"
     icons[0]["sizes"].append("any")
-    icons.append({"src": "c.png"})
+    icons.append({"src": "https://x.example/c.png"})
     meta["com.example/k"]["deep"].append(2)
     meta["com.example/other"] = 2
     annotations["audience"].append("assistant")
     annotations["priority"] = 1
     for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
         listed = _list(app, method)[0]
-        assert listed["icons"] == [{"src": "a.png", "sizes": ["16x16"]}], method
+        assert listed["icons"] == [{"src": "https://x.example/a.png", "sizes": ["16x16"]}], method
         assert listed["_meta"] == {"com.example/k": {"deep": [1]}}, method
         if method.startswith("resources"):
             assert listed["annotations"] == {"audience": ["user"]}, method

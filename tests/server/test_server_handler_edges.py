@@ -477,6 +477,7 @@ _LINK: Any = {"type": "resource_link", "uri": "x://r", "name": "r"}
 _EMBED: Any = {"type": "resource", "resource": {"uri": "x://r", "text": "t"}}
 _AUDIENCE = "annotations.audience must be a list of 'user' and 'assistant'"
 _PRIORITY = "annotations.priority must be a number from 0 to 1"
+_SIZES = "icons[0].sizes must be a list of sizes, each WxH (48x48) or 'any'"
 _MODIFIED = ("annotations.lastModified must be an RFC 3339 date-time with an offset "
              "(e.g. 2025-01-12T15:00:58Z)")
 _BAD_OPTIONAL_MEMBERS = [
@@ -513,19 +514,22 @@ _BAD_OPTIONAL_MEMBERS = [
     ({**_LINK, "_meta": "m"}, "_meta must be an object"),
     ({**_LINK, "annotations": {"lastModified": None}}, _MODIFIED),
     ({**_LINK, "icons": "x.png"}, "icons must be a list of icons"),
-    ({**_LINK, "icons": {"src": "x.png"}}, "icons must be a list of icons"),
+    ({**_LINK, "icons": {"src": "https://x.example/x.png"}}, "icons must be a list of icons"),
     ({**_LINK, "icons": ["x.png"]}, "icons[0] must be an icon (an object) with a string 'src'"),
     ({**_LINK, "icons": [{"mimeType": "image/png"}]},
      "icons[0] must be an icon (an object) with a string 'src'"),
-    ({**_LINK, "icons": [{"src": "a.png"}, {"src": 5}]},
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png"}, {"src": 5}]},
      "icons[1] must be an icon (an object) with a string 'src'"),
-    ({**_LINK, "icons": [{"src": "a.png", "mimeType": 5}]},
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png", "mimeType": 5}]},
      "icons[0].mimeType must be a string"),
-    ({**_LINK, "icons": [{"src": "a.png", "sizes": "48x48"}]},
-     "icons[0].sizes must be a list of strings"),
-    ({**_LINK, "icons": [{"src": "a.png", "sizes": [48]}]},
-     "icons[0].sizes must be a list of strings"),
-    ({**_LINK, "icons": [{"src": "a.png", "theme": "blue"}]},
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png", "sizes": "48x48"}]}, _SIZES),
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png", "sizes": [48]}]}, _SIZES),
+    # Icon.src has format "uri" (schema.json), each of Icon.sizes is WxH or "any".
+    ({**_LINK, "icons": [{"src": "/static/a.png"}]},
+     "icons[0].src must be a URI with a scheme (RFC 3986 §3.1) and no whitespace or control"
+     " character"),
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png", "sizes": ["48 x 48"]}]}, _SIZES),
+    ({**_LINK, "icons": [{"src": "https://x.example/a.png", "theme": "blue"}]},
      "icons[0].theme must be 'light' or 'dark'"),
     ({**_EMBED, "annotations": {"priority": None}}, _PRIORITY),
     ({**_EMBED, "_meta": None}, "_meta must be an object"),
