@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from mrtr_core._checks import instance_of, optional_text, positive_int, shown
-from mrtr_core.wire.formats import URI_FORMAT, content_problem, is_uri
+from mrtr_core.wire.formats import URI_FORMAT, content_problem, is_uri, preferences_problem
 from mrtr_core.wire.models import (
     INCLUDE_CONTEXT_VALUES,
     CreateMessageRequest,
@@ -130,18 +130,27 @@ def sample(
     Raises:
         ValueError: ``max_tokens`` is not an integer of at least 1 (digest §1.5 b: the
             schema types ``maxTokens`` as an integer, and clients refuse any other),
-            ``include_context`` is not ``"none"``, ``"thisServer"`` or ``"allServers"``, or
-            a message's block has a member out of its format (an image's ``data`` that is
-            not base64: :mod:`~mrtr_core.wire.formats`).
+            ``include_context`` is not ``"none"``, ``"thisServer"`` or ``"allServers"``, a
+            ``model_preferences`` priority is not a number from 0 to 1, or a message's
+            block has a member out of its format (an image's ``data`` that is not base64:
+            :mod:`~mrtr_core.wire.formats`).
         TypeError: ``messages`` is not a string or a list of strings and message mappings,
             ``stop_sequences`` not a list of strings, ``tools`` not a list of mappings,
-            ``system_prompt`` not a string or ``temperature`` not a number (digest §1.5 b).
+            ``system_prompt`` not a string, ``temperature`` not a number or
+            ``model_preferences`` not a mapping (digest §1.5 b).
             A mapping or a string is refused where a list is wanted: iterated, it would
             send its keys or characters instead.
     """
     positive_int("max_tokens", max_tokens)
     _check_sampling(messages, system_prompt, temperature, stop_sequences, include_context,
                     tools)
+    if model_preferences is not None:
+        instance_of("model_preferences", model_preferences, Mapping, "a mapping or None")
+        found = preferences_problem(model_preferences)
+        if found is not None:
+            name = found[0].lstrip(".")
+            raise ValueError(f"model_preferences {name} must be {found[1]}, got "
+                             f"{shown(model_preferences[name])}")
     items = [messages] if isinstance(messages, str) else list(messages)
     wire_messages = [
         {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else dict(m)

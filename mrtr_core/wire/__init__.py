@@ -27,6 +27,7 @@ from mrtr_core.wire.formats import (
     is_unit_number,
     is_uri,
     is_uri_template,
+    preferences_problem,
 )
 from mrtr_core.wire.forms import (
     Choice,
@@ -57,6 +58,7 @@ __all__ = [
     "is_unit_number",
     "is_uri",
     "is_uri_template",
+    "preferences_problem",
     "structure_client_capabilities",
     "structure_input_request",
     "structure_input_required",

@@ -23,6 +23,7 @@ from mrtr_core.wire.formats import (
     content_problem,
     contents_problem,
     is_uri,
+    preferences_problem,
 )
 from mrtr_core.wire.forms import FormSchemaError, _bare_form, check_requested_schema
 from mrtr_core.wire.models import (
@@ -433,6 +434,9 @@ def _check_sampling_options(params: JsonObject, path: str) -> None:
         value = params.get(key)
         if value is not None and not isinstance(value, dict):
             raise CodecError(f"{key} must be an object", path=f"{path}.{key}")
+    preferences = params.get("modelPreferences")
+    if preferences is not None:
+        _refuse(preferences_problem(preferences), f"{path}.modelPreferences")
     choice = params.get("toolChoice")
     if choice is not None and choice.get("mode", "auto") not in _TOOL_CHOICE_MODES:
         raise CodecError(f"mode must be 'auto', 'required' or 'none', not "

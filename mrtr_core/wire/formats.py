@@ -1,13 +1,14 @@
-"""The string formats the 2026-07-28 schema gives some members, as cheap checks.
+"""The string formats and ranges the 2026-07-28 schema gives some members, as cheap checks.
 
 schema.json gives ``format: "byte"`` (base64) to ``ImageContent.data``, ``AudioContent.data``
-and ``BlobResourceContents.blob``, and ``format: "uri"`` to every resource's ``uri``
+and ``BlobResourceContents.blob``; ``format: "uri"`` to every resource's ``uri``
 (``Resource``, ``ResourceLink``, ``ResourceContents``, ``ReadResourceRequestParams``) and to
-``ElicitRequestURLParams.url``, and ``format: "uri-template"`` to
-``ResourceTemplate.uriTemplate`` and ``ResourceTemplateReference.uri``; schema.ts asks for
-ISO 8601 in ``Annotations.lastModified`` and a number from 0 to 1 in
-``Annotations.priority``. Each check here is well-defined, linear in its input and short of
-a full grammar; its docstring says what it accepts.
+``ElicitRequestURLParams.url``; and ``format: "uri-template"`` to
+``ResourceTemplate.uriTemplate`` and ``ResourceTemplateReference.uri``. schema.ts asks for
+ISO 8601 in ``Annotations.lastModified``, and for a number from 0 to 1 in
+``Annotations.priority`` and in the three priorities of ``ModelPreferences``. Each check
+here is well-defined, linear in its input and short of a full grammar; its docstring says
+what it accepts.
 
 :func:`block_problem` and :func:`contents_problem` apply them to a content block and to a
 resource contents item. The converter uses them on what a peer sends, the app on what a
@@ -36,6 +37,7 @@ __all__ = [
     "is_unit_number",
     "is_uri",
     "is_uri_template",
+    "preferences_problem",
 ]
 
 FormatProblem: TypeAlias = tuple[str, str]
@@ -137,6 +139,18 @@ def annotations_problem(annotations: Any) -> FormatProblem | None:
         return ".priority", "a number from 0 to 1"
     if "lastModified" in annotations and not is_iso_date_time(annotations["lastModified"]):
         return ".lastModified", _ISO_DATE_TIME
+    return None
+
+
+_PRIORITIES: Final = ("costPriority", "speedPriority", "intelligencePriority")
+
+
+def preferences_problem(preferences: Mapping[str, Any]) -> FormatProblem | None:
+    """The first priority of a sampling request's ``ModelPreferences`` that is not a number
+    from 0 to 1 (schema.ts), or ``None``; its ``hints`` are left to the caller."""
+    for name in _PRIORITIES:
+        if name in preferences and not is_unit_number(preferences[name]):
+            return f".{name}", "a number from 0 to 1"
     return None
 
 

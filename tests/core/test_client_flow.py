@@ -497,6 +497,11 @@ _IMAGE_BAD = {"type": "image", "data": "not base64", "mimeType": "image/png"}
         ({"toolChoice": "auto"}, "toolChoice"),
         ({"toolChoice": {"mode": "always"}}, "toolChoice.mode"),
         ({"modelPreferences": 5}, "modelPreferences"),
+        # ModelPreferences (schema.ts): each priority is a number from 0 to 1.
+        ({"modelPreferences": {"costPriority": 2}}, "modelPreferences.costPriority"),
+        ({"modelPreferences": {"speedPriority": "fast"}}, "modelPreferences.speedPriority"),
+        ({"modelPreferences": {"costPriority": 0, "intelligencePriority": True}},
+         "modelPreferences.intelligencePriority"),
         ({"metadata": [1]}, "metadata"),
         # schema.json: an image's or audio's data is base64 (format "byte"), in a message's
         # block, in its array of blocks, and in a tool result's content.
@@ -510,7 +515,8 @@ _IMAGE_BAD = {"type": "image", "data": "not base64", "mimeType": "image/png"}
     ids=["message-empty", "role-system", "no-content", "content-str", "block-no-type",
          "include-context", "temperature-str", "temperature-bool", "stop-str", "stop-int",
          "tools-object", "tool-no-name", "tool-no-schema", "tool-choice-str",
-         "tool-choice-mode", "preferences-int", "metadata-list", "image-data",
+         "tool-choice-mode", "preferences-int", "cost-2", "speed-str", "intelligence-bool",
+         "metadata-list", "image-data",
          "image-data-in-array", "image-data-in-tool-result"],
 )
 def test_a_malformed_sampling_request_is_a_codec_error_naming_the_member(
@@ -537,7 +543,9 @@ def test_a_well_formed_sampling_request_with_every_member_reaches_its_handler() 
                   {"role": "user", "content": {**_IMAGE_BAD, "data": "aGk="}}],
         systemPrompt="be brief", includeContext="thisServer", temperature=0.5,
         stopSequences=["\n"], tools=[{"name": "t", "inputSchema": {"type": "object"}}],
-        toolChoice={"mode": "auto"}, modelPreferences={"hints": [{"name": "m"}]},
+        toolChoice={"mode": "auto"},
+        modelPreferences={"hints": [{"name": "m"}], "costPriority": 0, "speedPriority": 1,
+                          "intelligencePriority": 0.75},
         metadata={"a": 1},
     )
     [_, invoke] = to_handlers(make_flow(), {"q": request})

@@ -200,6 +200,13 @@ def test_form_and_url_refuse_a_message_or_url_that_is_not_a_string(
         ({"temperature": True}, TypeError, "temperature must be a number or None, not bool"),
         ({"include_context": "everything"}, ValueError,
          "include_context must be 'none', 'thisServer' or 'allServers'"),
+        # ModelPreferences (schema.ts): each priority is a number from 0 to 1.
+        ({"model_preferences": {"costPriority": 1.5}}, ValueError,
+         "model_preferences costPriority must be a number from 0 to 1, got 1.5"),
+        ({"model_preferences": {"hints": [], "speedPriority": "1"}}, ValueError,
+         "model_preferences speedPriority must be a number from 0 to 1, got '1'"),
+        ({"model_preferences": ["costPriority"]}, TypeError,
+         "model_preferences must be a mapping or None, not list"),
         # schema.json: an image's or audio's data is base64 (format "byte").
         ({"messages": ["Hi", {"role": "user", "content": {
             "type": "image", "data": "aGk", "mimeType": "image/png"}}]}, ValueError,

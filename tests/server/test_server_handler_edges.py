@@ -272,7 +272,7 @@ def test_async_memo_and_once_refuse_a_name_that_is_not_a_string() -> None:
     [
         (lambda: sample("Hi", 10, temperature=float("nan")), "Out of range float"),
         (lambda: sample("Hi", 10, metadata={"tags": {"a"}}), "Object of type set"),
-        (lambda: sample("Hi", 10, model_preferences={"costPriority": float("inf")}),
+        (lambda: sample("Hi", 10, model_preferences={"hints": [{"name": float("inf")}]}),
          "Out of range float"),
         (lambda: sample("Hi", 10, metadata={"deep": too_deep()}),
          "nested too deeply to write as JSON"),

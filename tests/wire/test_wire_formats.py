@@ -21,6 +21,7 @@ from mrtr_core.wire.formats import (
     is_unit_number,
     is_uri,
     is_uri_template,
+    preferences_problem,
 )
 
 _BASE64 = "a base64 string (RFC 4648 §4)"
@@ -175,3 +176,12 @@ def test_unit_numbers_and_annotations() -> None:
     assert annotations_problem({"lastModified": "now"}) == (".lastModified", _ISO)
     assert block_problem({"type": "text", "text": "t", "annotations": {"priority": None}}) == (
         ".annotations.priority", "a number from 0 to 1")
+
+
+def test_model_preferences_priorities_are_numbers_from_0_to_1() -> None:
+    assert preferences_problem({"hints": "left to the caller", "costPriority": 0,
+                                "speedPriority": 1, "intelligencePriority": 0.5}) is None
+    assert preferences_problem({"speedPriority": 1.01}) == (
+        ".speedPriority", "a number from 0 to 1")
+    assert preferences_problem({"intelligencePriority": None}) == (
+        ".intelligencePriority", "a number from 0 to 1")
