@@ -15,6 +15,7 @@ import cattrs
 from cattrs.cols import list_structure_factory
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from mrtr_core._checks import shown
 from mrtr_core.errors import CodecError
 from mrtr_core.wire.formats import (
     URI_FORMAT,
@@ -664,10 +665,11 @@ _COMPLETE_PAYLOADS: Final[dict[str, tuple[str, Callable[[Any, str], None]]]] = {
 def check_complete_result(method: str, obj: JsonObject, *, path: str = "result") -> None:
     """Check that a complete result of ``method`` carries the payload its type requires.
 
-    Only the payload array, the fields that say what each entry is and the members whose
-    format the schema gives (:mod:`~mrtr_core.wire.formats`) are checked, so a result from
-    a server on an earlier revision (no ``resultType``, no caching hints) still passes;
-    unknown fields are left alone. Results of other methods are not checked.
+    Only the payload array, the fields that say what each entry is, the members whose
+    format the schema gives (:mod:`~mrtr_core.wire.formats`) and a read's caching hints,
+    when given, are checked, so a result from a server on an earlier revision (no
+    ``resultType``, no caching hints) still passes; unknown fields are left alone. Results
+    of other methods are not checked.
 
     Raises:
         CodecError: the payload is missing or malformed (``path`` names where).
@@ -681,6 +683,23 @@ def check_complete_result(method: str, obj: JsonObject, *, path: str = "result")
         raise CodecError(f"a complete {method} result needs a {key} array", path=f"{path}.{key}")
     for index, item in enumerate(items):
         check_item(item, f"{path}.{key}[{index}]")
+    if method == READ_RESOURCE:
+        _check_caching(obj, path)
+
+
+def _check_caching(obj: JsonObject, path: str) -> None:
+    """A read result's caching hints, when given (a server on an earlier revision sends
+    none): ``ttlMs`` an integer of at least 0, ``cacheScope`` ``"public"`` or ``"private"``
+    (schema.json ``CacheableResult``; 60000.0 is an integer to JSON Schema)."""
+    if "ttlMs" in obj:
+        ttl = obj["ttlMs"]
+        if (isinstance(ttl, bool) or not isinstance(ttl, int | float)
+                or not ttl >= 0 or (isinstance(ttl, float) and not ttl.is_integer())):
+            raise CodecError(f"must be an integer of at least 0, not {shown(ttl)}",
+                             path=f"{path}.ttlMs")
+    if "cacheScope" in obj and obj["cacheScope"] not in ("public", "private"):
+        raise CodecError(f"must be 'public' or 'private', not {shown(obj['cacheScope'])}",
+                         path=f"{path}.cacheScope")
 
 
 # --- params -------------------------------------------------------------------------------------

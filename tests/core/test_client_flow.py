@@ -307,6 +307,38 @@ def test_complete_result_with_a_member_out_of_its_format_is_a_codec_error(
     assert error.path == path and str(error) == f"{path}: {problem}"
 
 
+@pytest.mark.parametrize(("hints", "path", "problem"), [
+    # CacheableResult (schema.json): ttlMs is an integer of at least 0, cacheScope "public"
+    # or "private"; both may be absent in a result from an earlier revision.
+    ({"ttlMs": -1}, "result.ttlMs", "must be an integer of at least 0, not -1"),
+    ({"ttlMs": 1.5}, "result.ttlMs", "must be an integer of at least 0, not 1.5"),
+    ({"ttlMs": "60000"}, "result.ttlMs", "must be an integer of at least 0, not '60000'"),
+    ({"ttlMs": True, "cacheScope": "private"}, "result.ttlMs",
+     "must be an integer of at least 0, not True"),
+    ({"ttlMs": 0, "cacheScope": "shared"}, "result.cacheScope",
+     "must be 'public' or 'private', not 'shared'"),
+    ({"cacheScope": None}, "result.cacheScope", "must be 'public' or 'private', not None"),
+])
+def test_a_read_result_with_caching_hints_out_of_range_is_a_codec_error(
+    hints: dict[str, Any], path: str, problem: str
+) -> None:
+    result = {"contents": [{"uri": "file:///a", "text": "t"}], **hints}
+    error = _refused_result("resources/read", _READ, result)
+    assert error.path == path and str(error) == f"{path}: {problem}"
+
+
+@pytest.mark.parametrize("hints", [{}, {"ttlMs": 0, "cacheScope": "public"},
+                                   {"ttlMs": 60000.0, "cacheScope": "private"}])
+def test_a_read_result_with_caching_hints_in_range_or_none_is_kept(
+    hints: dict[str, Any]
+) -> None:
+    flow = make_flow("resources/read", _READ)
+    flow.start(0.0)
+    result = {"contents": [{"uri": "file:///a", "text": "t"}], **hints}
+    [complete] = flow.handle(ok(1, result), 0.5)
+    assert isinstance(complete, Complete) and complete.result is result
+
+
 @pytest.mark.parametrize("modified", [
     "2025-01-12T15:00:58Z", "2025-01-12t15:00:58z", "2025-01-12T15:00:58.123456789+01:00",
     "2025-01-12", "2025-01-12T15:00:58",  # ISO 8601 all, though no RFC 3339 date-time
