@@ -15,20 +15,8 @@ from mrtr_core.wire.converter import (
     unstructure_input_required,
     unstructure_params,
 )
-from mrtr_core.wire.formats import (
-    FormatProblem,
-    annotations_problem,
-    block_problem,
-    content_problem,
-    contents_problem,
-    is_base64,
-    is_iso_date_time,
-    is_rfc3339_date_time,
-    is_unit_number,
-    is_uri,
-    is_uri_template,
-    preferences_problem,
-)
+from mrtr_core.wire.formats import *  # noqa: F403
+from mrtr_core.wire.formats import __all__ as _formats_all
 from mrtr_core.wire.forms import (
     Choice,
     FormAnswerError,
@@ -41,24 +29,13 @@ from mrtr_core.wire.models import __all__ as _models_all
 
 __all__ = [
     *_models_all,
+    *_formats_all,
     "Choice",
     "FormAnswerError",
     "FormField",
     "FormSchemaError",
     "FormSpec",
-    "FormatProblem",
-    "annotations_problem",
-    "block_problem",
-    "content_problem",
-    "contents_problem",
     "converter",
-    "is_base64",
-    "is_iso_date_time",
-    "is_rfc3339_date_time",
-    "is_unit_number",
-    "is_uri",
-    "is_uri_template",
-    "preferences_problem",
     "structure_client_capabilities",
     "structure_input_request",
     "structure_input_required",
