@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import socket
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -67,6 +68,21 @@ def free_ports() -> Callable[..., int]:
     below the ephemeral range (for servers told their port by number: nginx, ``serve
     --workers``)."""
     return _consecutive_free_ports
+
+
+@pytest.fixture
+def no_retrieval(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every URL anything asks ``urllib.request.urlopen`` for while the test runs (the test
+    asserts it stays empty); each such call fails as if there were no network, so nothing
+    leaves the machine even when a test fails."""
+    fetched: list[object] = []
+
+    def urlopen(request: object, *args: object, **kwargs: object) -> object:
+        fetched.append(request)
+        raise OSError("no network in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    return fetched
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -44,9 +44,10 @@ def _bad(what: str) -> JsonRpcError:
 
 def unusable_schema(member: str) -> JsonRpcError:
     """The -32603 for a call of a tool whose ``member`` (``inputSchema``, ``outputSchema``)
-    has a reference that resolved nowhere while the call was checked against it: the
-    server's own fault (registration refuses such a schema, so it was changed afterwards),
-    not the client's."""
+    has a reference that resolved nowhere while the call was checked against it (one naming
+    another document included: nothing is retrieved): the server's own fault (registration
+    refuses such a schema, so it was changed afterwards or built by hand), not the
+    client's."""
     return JsonRpcError(INTERNAL_ERROR,
                         f"the tool's {member} cannot be used (a $ref resolves nowhere)")
 

@@ -337,7 +337,7 @@ def _compile(
     unusable = reference_problem(schema)
     if unusable is not None:
         return f"outputSchema cannot be used: {unusable}"
-    return key, CompiledSchema(schema, peer=True)
+    return key, CompiledSchema(schema)
 
 
 _SPINNING: Final = ("pattern", "patternProperties", "uniqueItems")

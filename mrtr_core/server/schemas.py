@@ -39,6 +39,9 @@ __all__ = ["ACCEPTED_MAX_BYTES", "ACCEPTED_MAX_ENTRIES", "IN_PLACE", "IN_PLACE_L
 
 _CANONICAL: Final = jsontext.canonical
 _SERIALS: Final = itertools.count(1)
+# What every validator here resolves references with: nothing in it, and nothing retrieved
+# (jsonschema adds the meta-schemas it carries). A Registry is immutable: one serves all.
+_NO_RETRIEVAL: Final = Registry()
 ACCEPTED_MAX_ENTRIES: Final = 4096
 """Most accepted instances remembered by all schemas together (the least recently found
 goes first)."""
@@ -51,21 +54,23 @@ _ACCEPTED: OrderedDict[tuple[int, bytes], None] = OrderedDict()
 class CompiledSchema:
     """A schema and its ``jsonschema`` validator (built the first time it is needed).
 
+    A ``$ref`` resolves only inside the schema itself (and to the JSON Schema
+    meta-schemas, which ``jsonschema`` carries), never by retrieving its URI: ``jsonschema``
+    would fetch it over the network, with no time limit, on every thread or event loop that
+    checks a value. A reference that resolves nowhere raises
+    :class:`~referencing.exceptions.Unresolvable` from the checks that meet it.
+
     Args:
         schema: A JSON Schema (2020-12). It is not copied: do not change it afterwards.
         formats: Whether ``format`` asserts (``jsonschema``'s format checker) instead of
             only annotating, the JSON Schema default.
-        peer: The schema comes from the peer: a ``$ref`` resolves only inside the schema
-            itself, never by retrieving its URI (``jsonschema`` would fetch it over the
-            network, with no time limit); the JSON Schema meta-schemas are still found.
     """
 
-    __slots__ = ("_formats", "_peer", "_serial", "_validator", "schema")
+    __slots__ = ("_formats", "_serial", "_validator", "schema")
 
-    def __init__(self, schema: Any, *, formats: bool = False, peer: bool = False) -> None:
+    def __init__(self, schema: Any, *, formats: bool = False) -> None:
         self.schema = schema
         self._formats = formats
-        self._peer = peer
         self._validator: Draft202012Validator | None = None
         self._serial = next(_SERIALS)  # this schema's entries in the memo, never reused
 
@@ -74,12 +79,8 @@ class CompiledSchema:
         """The ``jsonschema`` validator."""
         if self._validator is None:
             checker = Draft202012Validator.FORMAT_CHECKER if self._formats else None
-            if self._peer:
-                self._validator = Draft202012Validator(
-                    self.schema, format_checker=checker, registry=Registry()
-                )
-            else:
-                self._validator = Draft202012Validator(self.schema, format_checker=checker)
+            self._validator = Draft202012Validator(
+                self.schema, format_checker=checker, registry=_NO_RETRIEVAL)
         return self._validator
 
     def is_valid(self, instance: Any) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import jsonschema
+from referencing import Registry
 
 from mrtr_core.errors import MrtrError
 
@@ -129,9 +130,7 @@ class FormField:
 
     def problems(self, value: Any) -> list[str]:
         """Readable violations of this field's schema by ``value`` (empty when valid)."""
-        validator = jsonschema.Draft202012Validator(
-            self.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        validator = _validator(self.schema)
         return [_describe(self.name, err) for err in validator.iter_errors(value)]
 
     def title_of(self, value: str) -> str:
@@ -167,9 +166,7 @@ class FormSpec:
 
     def problems(self, content: Mapping[str, Any]) -> list[str]:
         """Readable violations of the form's schema by ``content`` (empty when valid)."""
-        validator = jsonschema.Draft202012Validator(
-            self.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-        )
+        validator = _validator(self.schema)
         return [_describe("", err) for err in validator.iter_errors(dict(content))]
 
     def check(self, content: Mapping[str, Any]) -> dict[str, Value]:
@@ -257,6 +254,18 @@ def check_requested_schema(requested_schema: Any) -> None:
     # Defaults are not checked: one that fails its field is dropped, never refused, and
     # checking each (64 fields in each of thousands of forms) would cost seconds.
     _read_fields(requested_schema, defaults=False)
+
+
+# A $ref resolves inside the schema only (nothing is retrieved: jsonschema would fetch its
+# URI over the network, with no time limit); the meta-schemas jsonschema carries are found.
+_NO_RETRIEVAL: Final = Registry()
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    """A validator of ``schema`` that asserts ``format`` and retrieves nothing."""
+    return jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+        registry=_NO_RETRIEVAL)
 
 
 def _describe(prefix: str, err: jsonschema.ValidationError) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from mrtr_cli.forms import describe_url
+from referencing.exceptions import Unresolvable
 
 from mrtr_core.wire.forms import FormSchemaError, FormSpec
 from mrtr_core.wire.models import ElicitFormRequest, ElicitUrlRequest
@@ -385,3 +386,12 @@ def test_validation_ignores_keywords_outside_the_form_vocabulary() -> None:
         "a": {"type": "string", "pattern": "^(a+)+$", "$ref": "https://evil.example/s"}}})
     assert spec.schema["properties"]["a"] == {"type": "string"}
     assert spec.problems({"a": "anything"}) == []
+
+
+def test_a_form_built_by_hand_never_retrieves_a_ref(no_retrieval: list[object]) -> None:
+    # Forms read from a server keep only the validation keywords they know; one built by
+    # hand may hold any: its $ref resolves inside it, or nowhere, and is never fetched.
+    spec = FormSpec(fields=(), schema={"$ref": "https://example.com/form.json"})
+    with pytest.raises(Unresolvable):
+        spec.problems({})
+    assert no_retrieval == []

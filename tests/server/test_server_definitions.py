@@ -24,8 +24,10 @@ from server_helpers import T0, make_codec, meta
 
 from mrtr_core import jsonrpc
 from mrtr_core.app import SERVER_LOGGER, App, drive_sync
+from mrtr_core.app.registry import CallPlan, ToolDef
 from mrtr_core.errors import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from mrtr_core.server import Context
+from mrtr_core.server.schemas import CompiledSchema
 
 
 def _list(app: App, method: str) -> list[dict[str, Any]]:
@@ -304,20 +306,25 @@ def test_a_recursive_schema_that_goes_into_the_value_is_registered_and_used(
     assert error["code"] == INVALID_PARAMS and error["message"].endswith(f"(at {where})")
 
 
+@pytest.mark.parametrize("ref", [
+    "#/$defs/gone", "https://example.com/gone.json", "http://127.0.0.1:9/schema.json",
+])
 def test_a_schema_whose_ref_resolves_nowhere_at_a_call_fails_as_the_servers_fault(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, no_retrieval: list[object], ref: str
 ) -> None:
     # Registration refuses such a schema; one changed afterwards (it must not be) still
     # fails the call as the server's fault (-32603), logged, never as an exception out of
-    # the app or an error blaming the client.
+    # the app or an error blaming the client. A URI is never retrieved: the server's own
+    # schemas resolve references inside themselves only, as a client's do (the server would
+    # open a connection, with no time limit, on every call).
     app = App("t", "1", codec=make_codec())
     app.tool(name="t", input_schema={"type": "object", "properties": {"x": {}}})(
         lambda ctx, **kw: "ok")
     app.tool(name="out", output_schema={"type": "object"})(lambda ctx: {"a": 1})
     tool, out = app.find_tool("t"), app.find_tool("out")
     assert tool is not None and out is not None and out.output_schema is not None
-    tool.input_schema["properties"]["x"] = {"$ref": "#/$defs/gone"}
-    out.output_schema["$ref"] = "https://example.com/gone.json"
+    tool.input_schema["properties"]["x"] = {"$ref": ref}
+    out.output_schema["$ref"] = ref
     for name, member, arguments in (("t", "inputSchema", {"x": 1}), ("out", "outputSchema", {})):
         sent = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": name, "arguments": arguments, "_meta": meta()}}
@@ -329,6 +336,21 @@ def test_a_schema_whose_ref_resolves_nowhere_at_a_call_fails_as_the_servers_faul
             "message": f"the tool's {member} cannot be used (a $ref resolves nowhere)"}
         assert [r.getMessage() for r in caplog.records] == [
             f"tools/call {name!r}: the server failed (request id 1)"]
+    assert no_retrieval == []
+
+
+def test_a_tool_built_by_hand_never_retrieves_a_ref(no_retrieval: list[object]) -> None:
+    schema = {"type": "object", "$ref": "https://example.com/s"}
+    built = ToolDef(name="t", description=None, input_schema=schema, handler=lambda ctx: 1,
+                    schema=CompiledSchema(schema), output=CompiledSchema(schema),
+                    plan=CallPlan.of(lambda ctx: 1))
+    with pytest.raises(JsonRpcError) as caught:
+        built.check_arguments({})
+    assert caught.value.code == INTERNAL_ERROR
+    with pytest.raises(JsonRpcError) as caught:
+        built.finish({"a": 1})
+    assert caught.value.code == INTERNAL_ERROR
+    assert no_retrieval == []
 
 
 # --- prompts and resources: titles -------------------------------------------------------------

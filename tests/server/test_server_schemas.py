@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from referencing.exceptions import Unresolvable
 
 from mrtr_core.server.schemas import (
     ACCEPTED_MAX_BYTES,
@@ -44,6 +45,29 @@ def test_compiled_schema_keyword_semantics(schema: dict[str, Any], instance: Any
                                            valid: bool) -> None:
     assert Draft202012Validator(schema).is_valid(instance) is valid
     assert CompiledSchema(schema).is_valid(instance) is valid
+
+
+@pytest.mark.parametrize("ref", [
+    "http://127.0.0.1:9/schema.json", "https://example.com/s#/$defs/a", "other.json",
+])
+def test_no_schema_retrieves_what_a_ref_names(no_retrieval: list[object], ref: str) -> None:
+    # A schema registration refused for such a $ref may still reach a validator (changed
+    # afterwards, or compiled by hand): the check fails as unusable, and opens no connection
+    # (one with no time limit, on the server's thread or event loop).
+    schema = {"type": "object", "properties": {"x": {"$ref": ref}}}
+    for compiled in (CompiledSchema(schema), SchemaCache().get(schema)):
+        with pytest.raises(Unresolvable):
+            compiled.problem({"x": 1})
+    assert no_retrieval == []
+
+
+def test_the_json_schema_meta_schemas_are_found_without_retrieval(
+    no_retrieval: list[object],
+) -> None:
+    compiled = CompiledSchema({"$ref": "https://json-schema.org/draft/2020-12/schema"})
+    assert compiled.is_valid({"type": "object"}) is True
+    assert compiled.is_valid({"type": 5}) is False
+    assert no_retrieval == []
 
 
 def test_schema_cache_finds_a_schema_by_content_and_by_key() -> None:
