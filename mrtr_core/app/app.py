@@ -231,7 +231,9 @@ class App:
             meta: The tool's ``_meta``: a mapping with string keys that JSON can write.
 
         Each is checked when the decorator runs (``TypeError``/``ValueError`` naming it),
-        copied, and listed in ``tools/list`` under the schema's name only when given. A
+        copied whole (what was given may change afterwards, at any depth: the app lists and
+        checks the copy), and listed in ``tools/list`` under the schema's name only when
+        given. A
         schema's ``$ref``s must resolve inside it (no URI is retrieved) and none may loop
         back without going into the value
         (:func:`~mrtr_core.server.schemas.reference_problem`): every call is checked against

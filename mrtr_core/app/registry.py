@@ -177,17 +177,22 @@ def _json_copy(where: str, value: Any) -> Any:
         raise ValueError(f"{where} is not JSON ({exc})") from None
 
 
+def _schema_copy(tool: str, member: str, schema: Mapping[str, Any]) -> JsonObject:
+    """A copy of the schema given as ``member`` of ``tool``, whole, as a client reads it:
+    nothing the caller changes afterwards, however deep, changes what ``tools/list`` shows or
+    what is checked against it (nor gets past :func:`_check_schema`). ``ValueError`` naming
+    the tool and ``member`` for a value JSON cannot write (a set, bytes, nan: RFC 8259 has
+    no such value, and tools/list sends the schema as it is: every listing would fail
+    instead of this one tool)."""
+    copied: JsonObject = _json_copy(f"tool {tool!r}: {member}", dict(schema))
+    return copied
+
+
 def _check_schema(tool: str, member: str, schema: JsonObject) -> None:
-    """Refuse (``ValueError`` naming the tool and ``member``) a schema that holds a value
-    JSON cannot write, is not a valid JSON Schema 2020-12 (or is nested too deeply to be
-    checked as one), or has references that cannot be used
+    """Refuse (``ValueError`` naming the tool and ``member``) a schema (a JSON value, as
+    :func:`_schema_copy` gives) that is not a valid JSON Schema 2020-12 (or is nested too
+    deeply to be checked as one), or has references that cannot be used
     (:func:`~mrtr_core.server.schemas.reference_problem`)."""
-    # tools/list sends the schema as it is: a value JSON cannot write (a set, bytes, nan:
-    # RFC 8259 has no such value) would fail every listing instead of this one tool.
-    try:
-        _STRICT_JSON(schema)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"tool {tool!r}: {member} is not JSON ({exc})") from None
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -442,19 +447,19 @@ class ToolDef:
         _handler_params(handler, "tool")
         instance_of(f"tool {tool_name!r}: output_schema", output_schema, (Mapping, type(None)),
                     "a JSON Schema mapping or None")
-        schema = derive_input_schema(handler) if input_schema is None else dict(input_schema)
+        # Both schemas are copied whole before they are checked: the checks hold for good.
+        schema = (derive_input_schema(handler) if input_schema is None
+                  else _schema_copy(tool_name, "inputSchema", input_schema))
         # server/tools.mdx: inputSchema may use any 2020-12 keyword but has type object at root.
         if schema.get("type") != "object":
             raise ValueError(f"tool {tool_name!r}: inputSchema must have type 'object' at its root")
         _check_schema(tool_name, "inputSchema", schema)
         # outputSchema is any 2020-12 schema object (schema.ts Tool; server/tools.mdx shows
         # one of type array): no type is required at its root.
-        output = None if output_schema is None else dict(output_schema)
+        output = (None if output_schema is None
+                  else _schema_copy(tool_name, "outputSchema", output_schema))
         if output is not None:
             _check_schema(tool_name, "outputSchema", output)
-            # Copied whole, as a client reads it: a nested member the caller changes later
-            # changes neither the listing nor what the tool's results are checked against.
-            output = _json_copy(f"tool {tool_name!r}: outputSchema", output)
         # The x-mcp-header rules bind the server's own definitions (server/tools.mdx
         # § x-mcp-header): an HTTP client MUST drop a tool that breaks them, so it is refused
         # here instead of being served to clients that cannot call it.

@@ -148,6 +148,43 @@ def test_the_output_schema_is_copied_when_the_tool_is_registered() -> None:
     assert _call(app)["result"]["structuredContent"] == {"temperature": 21.5}
 
 
+def test_the_input_schema_is_copied_when_the_tool_is_registered(
+    no_retrieval: list[object],
+) -> None:
+    # Copied whole, as the outputSchema is: a nested member changed afterwards, even to
+    # what registration refuses (a $ref to another document, a set no listing can write),
+    # changes neither what tools/list shows nor what the arguments are checked against.
+    schema: dict[str, Any] = {"type": "object", "required": ["n"],
+                              "properties": {"n": {"type": "integer"}}}
+    app = App("t", "1", codec=make_codec())
+    app.tool(name="t", input_schema=schema)(lambda ctx, **kw: "ok")
+    schema["properties"]["n"]["type"] = "string"
+    schema["properties"]["n"]["$ref"] = "https://example.com/n.json"
+    schema["properties"]["n"]["default"] = {1, 2}
+    schema["required"].append("m")
+    assert _list(app, "tools/list")[0]["inputSchema"] == {
+        "type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
+    sent = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "arguments": {"n": 1}, "_meta": meta()}}
+    assert drive_sync(app, sent, now=T0).message["result"]["content"] == [
+        {"type": "text", "text": "ok"}]
+    sent["params"]["arguments"] = {"n": "1"}
+    assert drive_sync(app, sent, now=T0).message["error"]["code"] == INVALID_PARAMS
+    assert no_retrieval == []
+
+
+def test_declared_prompt_arguments_are_copied_when_the_prompt_is_registered() -> None:
+    app = App("t", "1", codec=make_codec())
+    argument: dict[str, Any] = {"name": "code", "title": "Code", "required": True}
+    arguments: list[Any] = [argument]
+    app.prompt(name="p", arguments=arguments)(lambda ctx, code: code)
+    argument["title"] = "Other"
+    argument["required"] = False
+    arguments.append("more")
+    assert _list(app, "prompts/list")[0]["arguments"] == [
+        {"name": "code", "title": "Code", "required": True}]
+
+
 @pytest.mark.parametrize(
     ("value", "schema"),
     [
