@@ -217,7 +217,9 @@ class ClientFlow:
         method: The request method. ``tools/call``, ``prompts/get`` and
             ``resources/read`` may answer ``input_required`` (digest §1.4); any other method
             is sent once and an ``input_required`` answer is a protocol error (S2).
-        params: The caller's params, without ``_meta``. Deep-copied, never mutated; stale
+        params: The caller's params, without ``_meta``: JSON values (RFC 8259: no set,
+            bytes or other object, no key that is not a string, no NaN or infinity; a
+            tuple is an array, sent as a list). Deep-copied, never mutated; stale
             ``inputResponses``/``requestState`` in it are dropped.
         meta: The per-request ``_meta``, sent in full on every leg (digest §1.7).
         handled_kinds: Input request kinds (methods) the caller can answer.
@@ -234,7 +236,8 @@ class ClientFlow:
             :meth:`to_data`: whoever restores the flow passes it again.
 
     Raises:
-        LocalProtocolError: an argument is unusable.
+        LocalProtocolError: an argument is unusable (params or a meta that is not JSON
+            name where: ``params.arguments.tags: not JSON: a set``).
     """
 
     __slots__ = (
@@ -408,7 +411,7 @@ class ClientFlow:
                 manual=snap.manual,
                 result_check=result_check,
             )
-        except LocalProtocolError as exc:  # params or meta nested too deeply to copy
+        except LocalProtocolError as exc:  # params or meta not JSON, or too deep to copy
             raise LocalProtocolError(f"saved flow: {exc}") from None
         flow._state = snap.state
         flow._rounds = snap.rounds

@@ -7,6 +7,7 @@ the round just fulfilled in ``inputResponses`` plus the ``requestState`` echoed 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import marshal
 import math
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from mrtr_core import jsontext
+from mrtr_core._checks import shown
 from mrtr_core.errors import CodecError, LocalProtocolError
 from mrtr_core.wire.converter import converter, structure_input_response, unstructure
 from mrtr_core.wire.models import (
@@ -53,16 +55,25 @@ def copy_json(value: Any) -> Any:
 # mutable value). Their shapes never change once the flow holds its private copy, so the
 # copy is planned once: for each container, where the containers inside it are (the
 # immutable leaves are shared). That is cheaper per leg than any general copier.
+#
+# Planning is also where the values are checked to be JSON (no transport could send anything
+# else, or it would send NaN, which is no JSON): a plan covers only values that are, with the
+# checks the walk makes anyway and one C pass over each object's keys. Whatever it does not
+# cover is checked, and named, by _checked.
 
 Plan: TypeAlias = tuple[tuple[Any, "Plan"], ...]
 """``(key or index, plan of the container there)`` for each container inside a container."""
 
-_LEAVES: Final = frozenset({str, int, float, bool, type(None)})
+# A float is no leaf here: NaN and the infinities are floats (RFC 8259 §6 has no such
+# number), so each float is looked at, in the containers that hold one.
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
 _MAX_PLAN_DEPTH: Final = 32
+_isfinite: Final = math.isfinite
 
 
 class _NotPlain(Exception):
-    """A value a copy plan does not cover (another type, or nested too deep)."""
+    """A value a copy plan does not cover (another type, a key that is not a string, a float
+    that is no JSON number, or nested too deep)."""
 
 
 def _copy_planned(value: Any, plan: Plan) -> Any:
@@ -76,13 +87,16 @@ def _copy_planned(value: Any, plan: Plan) -> Any:
 
 _NO_PLAN: Final[Plan] = ()
 _all_leaves: Final = _LEAVES.issuperset
+_all_strings: Final = frozenset({str}).issuperset
 
 
 def _plan_into(value: Any, out: Any, depth: int) -> Plan:
-    """Make ``out``, a shallow copy of the dict or list ``value``, a deep copy; its plan.
+    """Make ``out``, a shallow copy of the dict, list or tuple ``value`` (a list for a
+    tuple), a deep copy; its plan.
 
-    Covers exact dicts and lists, the JSON scalars, and tuples of scalars (shared, as
-    immutable); anything else raises :class:`_NotPlain`.
+    Covers exact dicts with string keys, lists and tuples (copied as lists: JSON has arrays
+    only), and the JSON scalars, a float only when finite; anything else raises
+    :class:`_NotPlain`.
     """
     if depth >= _MAX_PLAN_DEPTH:
         raise _NotPlain
@@ -91,23 +105,32 @@ def _plan_into(value: Any, out: Any, depth: int) -> Plan:
         kind = type(item)
         if kind in _LEAVES:
             continue
+        if kind is float:
+            if _isfinite(item):
+                continue
+            raise _NotPlain
         if kind is dict:
+            if not _all_strings(map(type, item)):
+                raise _NotPlain
             copy = out[at] = item.copy()
             # A container of leaves only (the common case) is checked in one C pass.
             leaves = _all_leaves(map(type, item.values()))
         elif kind is list:
             copy = out[at] = item.copy()
             leaves = _all_leaves(map(type, item))
-        elif kind is tuple and _all_leaves(map(type, item)):
-            continue  # shared, as immutable
+        elif kind is tuple:
+            copy = out[at] = list(item)
+            leaves = _all_leaves(map(type, item))
         else:
             raise _NotPlain
         plan += ((at, _NO_PLAN if leaves else _plan_into(item, copy, depth + 1)),)
     return plan
 
 
-def _plan(value: Any) -> tuple[Any, Plan]:
-    """A private deep copy of the dict or list ``value``, and its :data:`Plan`."""
+def _plan(value: dict[str, Any]) -> tuple[Any, Plan]:
+    """A private deep copy of the dict ``value``, and its :data:`Plan`."""
+    if not _all_strings(map(type, value)):
+        raise _NotPlain
     out = value.copy()  # the leaves, shared; containers replaced by their copies
     return out, _plan_into(value, out, 0)
 
@@ -138,13 +161,85 @@ def meta_to_wire(meta: RequestMeta) -> JsonObject:
     return _meta_entry(meta)[1]
 
 
-def _copied(what: str, value: Any) -> Any:
-    """:func:`copy_json` of ``value``; :class:`LocalProtocolError` naming ``what`` for a
-    value nested deeper than it recurses."""
+# Where a part of a value is: its key or index, and where the container holding it is
+# (``None``: the value itself).
+_Place: TypeAlias = "tuple[str | int, _Place] | None"
+_MAX_COPY_DEPTH: Final = 2000
+"""Deepest nesting :func:`_json_copy` copies: as deep as marshal (each leg's copier)
+writes. A deeper value, or a circular one, is refused as nested too deeply."""
+_PLACE_CHARS: Final = 100  # of each end of a place named in a message
+
+
+class _NotJson(Exception):
+    """A part of a value JSON cannot write: why, and where it is."""
+
+    def __init__(self, why: str, place: _Place) -> None:
+        super().__init__(why)
+        self.why = why
+        self.place = place
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of ``value`` as JSON reads it back: dicts with string keys and lists, a
+    tuple as a list, a subclass of a JSON type as that type (its value is what the encoder
+    writes). :class:`_NotJson` for anything else (a set, bytes, an object), a key that is
+    not a string (the encoder would write ``1`` as ``"1"``, or fail), NaN or an infinity
+    (RFC 8259 §6), and nesting deeper than :data:`_MAX_COPY_DEPTH` (no recursion: any
+    depth gets its answer)."""
+    # Each container still to fill: its copy, the original, its depth and place.
+    todo: list[tuple[Any, Any, int, _Place]] = []
+
+    def copied(item: Any, place: _Place, depth: int) -> Any:
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            return item
+        if isinstance(item, str):
+            return str.__str__(item)
+        if isinstance(item, int):
+            return int.__int__(item)
+        if isinstance(item, float):
+            if _isfinite(item):
+                return float.__float__(item)
+            raise _NotJson(f"{item!r} (RFC 8259 §6 has no NaN or infinity)", place)
+        if not isinstance(item, dict | list | tuple):
+            raise _NotJson(f"a {kind.__name__}", place)
+        if depth >= _MAX_COPY_DEPTH:
+            raise _NotJson(jsontext.TOO_DEEP, None)
+        copy: Any = {} if isinstance(item, dict) else []
+        todo.append((copy, item, depth + 1, place))
+        return copy
+
+    out = copied(value, None, 0)
+    while todo:
+        copy, source, depth, place = todo.pop()
+        if isinstance(source, dict):
+            for key, item in source.items():
+                if not isinstance(key, str):
+                    raise _NotJson(f"the key {shown(key)} ({type(key).__name__}) is not a"
+                                   " string", place)
+                copy[str.__str__(key)] = copied(item, (key, place), depth)
+        else:
+            for index, item in enumerate(source):
+                copy.append(copied(item, (index, place), depth))
+    return out
+
+
+def _checked(what: str, value: Any) -> Any:
+    """:func:`_json_copy` of ``value``; :class:`LocalProtocolError` naming ``what`` and the
+    place in it (``params.arguments.tags[2]``) of a part JSON cannot write."""
     try:
-        return copy_json(value)
-    except RecursionError:
-        raise LocalProtocolError(f"{what}: not JSON: {jsontext.TOO_DEEP}") from None
+        return _json_copy(value)
+    except _NotJson as exc:
+        steps: list[str] = []
+        place = exc.place
+        while place is not None:
+            at, place = place
+            steps.append(f"[{at}]" if isinstance(at, int) else
+                         f".{at}" if at.isidentifier() else f"[{shown(at)}]")
+        where = "".join(reversed(steps))
+        if len(where) > 2 * _PLACE_CHARS + 3:  # deep inside: its two ends
+            where = f"{where[:_PLACE_CHARS]}...{where[-_PLACE_CHARS:]}"
+        raise LocalProtocolError(f"{what}{where}: not JSON: {exc.why}") from None
 
 
 class LegBuilder:
@@ -164,7 +259,9 @@ class LegBuilder:
 
         Raises:
             LocalProtocolError: ``params`` is not a mapping or carries ``_meta``, or it or
-                ``meta`` is nested too deeply to copy.
+                ``meta`` is not JSON (naming where: a set, bytes or another object, a key
+                that is not a string, NaN or an infinity) or is nested too deeply to copy.
+                A tuple is JSON's array: every leg carries it as a list.
         """
         if type(params) is not dict and not isinstance(params, Mapping):
             raise LocalProtocolError(f"params must be a mapping, got {type(params).__name__}")
@@ -180,24 +277,23 @@ class LegBuilder:
             _, self._meta, self._meta_plan = _meta_entry(meta)
         except RecursionError:  # the converter writes a model's members level by level
             raise LocalProtocolError(f"meta: not JSON: {jsontext.TOO_DEEP}") from None
-        # Plain JSON values get copy plans. Anything else: a fresh deep copy per leg is one
-        # C call when marshal takes the values (it serves as an in-memory copier only), and
-        # copy_json otherwise: tried once here, so that a value nested deeper than it
-        # recurses is refused now, not by every leg.
+        # Plain JSON values get copy plans, which check them as they are made (the meta's
+        # once per RequestMeta). Anything else is checked and copied as JSON reads it back,
+        # naming what is not JSON (or too deep); then a fresh deep copy per leg is one C call
+        # when marshal takes the copies (it serves as an in-memory copier only), and that
+        # same copy otherwise.
         self._blob: bytes | None = None
         self._base_plan: Plan | None = None
-        self._base: JsonObject = own.copy()
         try:
-            self._base_plan = _plan_into(own, self._base, 0)
+            self._base, self._base_plan = _plan(own)
         except _NotPlain:
-            self._base_plan = None
+            self._base = _checked("params", own)
         if self._base_plan is None or self._meta_plan is None:
             self._base_plan = None  # both are copied alike (see _copies)
-            try:
-                self._blob, self._base = marshal.dumps((own, self._meta)), {}
-            except ValueError:  # a value marshal does not write, or nested too deeply
-                self._base = _copied("params", own)
-                _copied("meta", self._meta)
+            if self._meta_plan is None:
+                self._meta = _checked("meta", self._meta)
+            with contextlib.suppress(ValueError):  # nested deeper than marshal writes
+                self._blob, self._base = marshal.dumps((self._base, self._meta)), {}
 
     def _copies(self) -> tuple[JsonObject, JsonObject]:
         """Fresh deep copies of the base params and of the ``_meta`` wire form."""
@@ -207,7 +303,7 @@ class LegBuilder:
         if self._blob is not None:
             base, meta = marshal.loads(self._blob)
             return base, meta
-        return copy_json(self._base), copy_json(self._meta)
+        return _json_copy(self._base), _json_copy(self._meta)
 
     @property
     def base_params(self) -> JsonObject:

@@ -2,8 +2,9 @@
 
 - ``structure_input_required`` reads a well-formed form-mode elicitation entry on its own;
   every other entry, and every error, comes from ``structure_input_request``.
-- ``LegBuilder`` copies plain JSON params with a plan made once per flow; other values take
-  the general copiers. Either way every leg is a fresh deep copy.
+- ``LegBuilder`` copies plain JSON params with a plan made once per flow, which checks them
+  as it goes; other values take the general check and copier. Either way every leg is a
+  fresh deep copy of what JSON reads back, and what JSON cannot write is refused.
 - A flow's verdicts on input request kinds are shared by the flows of the same
   capabilities and handled kinds.
 - ``answer_to_wire`` writes an exact ``ElicitResult`` of builtin values on its own; every
@@ -15,9 +16,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections import OrderedDict
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -187,6 +188,14 @@ def _deep(depth: int) -> Any:
     return value
 
 
+class _Bool(int):
+    """An int subclass: a valid number, but not an exact builtin type."""
+
+
+class _Real(float):
+    """A float subclass: JSON writes its value."""
+
+
 PARAMS_CASES: dict[str, Any] = {
     "plain": {"name": "x", "arguments": {"a": [1, {"b": [True, None, 2.5]}], "s": "t"}},
     "empty": {},
@@ -194,7 +203,8 @@ PARAMS_CASES: dict[str, Any] = {
     "tuple-of-scalars": {"name": "x", "arguments": {"t": (1, "a")}},
     "tuple-of-containers": {"name": "x", "arguments": {"t": ({"a": 1}, [2])}},
     "deep": {"name": "x", "arguments": _deep(40)},
-    "other-types": {"name": "x", "arguments": {"d": Decimal("1.5"), "o": OrderedDict(a=[1])}},
+    "other-types": {"name": "x", "arguments": {"o": OrderedDict(a=[1]), "s": _Str("t"),
+                                               "n": _Bool(2), "f": _Real(2.5)}},
 }
 
 
@@ -202,6 +212,7 @@ PARAMS_CASES: dict[str, Any] = {
 def test_every_leg_is_a_fresh_deep_copy_of_the_params(name: str) -> None:
     params = PARAMS_CASES[name]
     before = copy.deepcopy(params)
+    read = json.loads(json.dumps(params))  # a tuple as a list, a subclass as its type
     legs = LegBuilder("tools/call", params, META)
     first = legs.build(1, None, None)
     second = legs.build(2, {"k": {"action": "accept"}}, "s")
@@ -209,7 +220,7 @@ def test_every_leg_is_a_fresh_deep_copy_of_the_params(name: str) -> None:
     for message in (first, second):
         sent = {k: v for k, v in message["params"].items()
                 if k not in ("_meta", "inputResponses", "requestState")}
-        assert sent == before
+        assert sent == read and _exact(sent)
         assert message["params"]["_meta"] == unstructure(META)
         assert not _shares_a_container(message["params"], params)
         assert not _shares_a_container(message["params"], base)
@@ -218,9 +229,61 @@ def test_every_leg_is_a_fresh_deep_copy_of_the_params(name: str) -> None:
     if name == "plain":
         first["params"]["arguments"]["a"][1]["b"].append("junk")
     third = legs.build(3, None, None)
-    assert {k: v for k, v in third["params"].items() if k != "_meta"} == before
+    assert {k: v for k, v in third["params"].items() if k != "_meta"} == read
     assert "junk" not in third["params"]["_meta"]
     assert params == before
+
+
+def _exact(value: Any) -> bool:
+    """Whether ``value`` holds exact dicts, lists, strings, numbers, booleans and None only."""
+    if type(value) is dict:
+        return all(type(k) is str and _exact(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_exact(v) for v in value)
+    return type(value) in (str, int, float, bool, type(None))
+
+
+def _keys_are_strings(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _keys_are_strings(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_keys_are_strings(v) for v in value)
+    return True
+
+
+_ANY_LEAF = st.one_of(
+    st.text(max_size=3), st.integers(), st.floats(), st.booleans(), st.none(),
+    st.builds(_Str, st.text(max_size=2)), st.builds(_Bool, st.integers()),
+    st.builds(_Real, st.floats()), st.sets(st.integers(), max_size=1), st.binary(max_size=1),
+)
+_ANY_VALUE = st.recursive(_ANY_LEAF, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 2)), inner, max_size=3),
+    inner.map(lambda v: functools.reduce(lambda acc, _: [acc], range(40), v)),
+), max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), _ANY_VALUE, max_size=3))
+def test_params_are_refused_or_sent_as_json_reads_them(arguments: dict[str, Any]) -> None:
+    # The copy plan's checks and the general check agree with the JSON encoder (and refuse
+    # a key it would write as a string): a value is refused where it is given exactly when
+    # no transport could send it, and sent otherwise as the peer reads it.
+    params = {"name": "x", "arguments": arguments}
+    try:
+        read = json.loads(json.dumps(params, allow_nan=False))
+        sendable = _keys_are_strings(params)
+    except (TypeError, ValueError):
+        sendable = False
+    if not sendable:
+        with pytest.raises(LocalProtocolError, match=r"^params.*: not JSON: "):
+            LegBuilder("tools/call", params, META)
+        return
+    legs = LegBuilder("tools/call", params, META)
+    for request_id in (1, 2):
+        sent = legs.build(request_id, None, None)["params"]
+        del sent["_meta"]
+        assert sent == read and _exact(sent)
 
 
 def test_plain_params_are_sent_as_the_json_they_are() -> None:
@@ -309,10 +372,6 @@ def test_a_result_reads_as_its_entries_read(entries: dict[str, Any], state: Any,
 
 
 # --- answers ---------------------------------------------------------------------------------
-
-
-class _Bool(int):
-    """An int subclass: a valid number, but not an exact builtin type."""
 
 
 ELICIT_VALUES = st.one_of(

@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 from mrtr_core.client import (
     CancelHandlers,
     CancelRequested,
+    ClientFlow,
     Complete,
     Fail,
     FlowState,
@@ -1333,6 +1334,104 @@ def test_arguments_nested_too_deeply_to_copy_are_refused(where: str) -> None:
     with pytest.raises(LocalProtocolError,
                        match=f"^{where}: not JSON: nested too deeply to write as JSON"):
         make_flow(params=params, meta=meta)
+
+
+class _Thing:
+    pass
+
+
+def _inside(levels: int, value: Any) -> Any:
+    """``value`` inside ``levels`` nested lists (deeper than a copy plan follows)."""
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"tags": {"a"}}, "params.arguments.tags: not JSON: a set"),
+    ({"tags": frozenset()}, "params.arguments.tags: not JSON: a frozenset"),
+    ({"raw": b"x"}, "params.arguments.raw: not JSON: a bytes"),
+    ({"x": _Thing()}, "params.arguments.x: not JSON: a _Thing"),
+    ({"x": 1j}, "params.arguments.x: not JSON: a complex"),
+    ({"n": float("nan")}, r"params.arguments.n: not JSON: nan \(RFC 8259 §6"),
+    ({"n": [1.5, float("inf")]}, r"params.arguments.n\[1\]: not JSON: inf \(RFC 8259"),
+    ({"n": {"m": -float("inf")}}, r"params.arguments.n.m: not JSON: -inf \(RFC 8259"),
+    ({"n": (1, float("nan"))}, r"params.arguments.n\[1\]: not JSON: nan"),
+    ({"n": ({"s": {1}},)}, r"params.arguments.n\[0\].s: not JSON: a set"),
+    ({"d": {1: "a"}}, r"params.arguments.d: not JSON: the key 1 \(int\) is not a string"),
+    ({"d": {"a": 1, None: 2}}, r"params.arguments.d: not JSON: the key None \(NoneType\)"),
+    ({"deep": [[[{"no way": {2.5}}]]]},
+     r"params.arguments.deep\[0\]\[0\]\[0\]\['no way'\]: not JSON: a set"),
+    ({"deep": _inside(40, [{"s"}])}, r"params.arguments.deep(\[0\]){40}\[0\]: not JSON: a set"),
+])
+def test_params_that_are_not_json_are_refused_naming_where(
+    arguments: dict[str, Any], message: str
+) -> None:
+    # No transport could send them (or it would send NaN, which is no JSON): refused where
+    # they are given, as any other unusable argument is, and not at the first leg.
+    with pytest.raises(LocalProtocolError, match=f"^{message}"):
+        make_flow(params={"name": "x", "arguments": arguments})
+
+
+def test_params_that_hold_themselves_are_refused_as_too_deep() -> None:
+    params: dict[str, Any] = {"name": "x", "arguments": {"a": []}}
+    params["arguments"]["a"].append(params)
+    with pytest.raises(LocalProtocolError, match=r"^params: not JSON: nested too deeply to"
+                                                 r" write as JSON, or circular$"):
+        make_flow(params=params)
+
+
+def test_a_place_deep_inside_is_named_by_its_two_ends() -> None:
+    deep = _inside(1500, {"n": float("nan")})
+    with pytest.raises(LocalProtocolError) as caught:
+        make_flow(params={"name": "x", "arguments": {"deep": deep}})
+    message = str(caught.value)
+    assert message.startswith("params.arguments.deep[0][0]")
+    assert message.endswith("[0][0].n: not JSON: nan (RFC 8259 §6 has no NaN or infinity)")
+    assert len(message) < 300
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"name": "x", 1: 2}, r"params: not JSON: the key 1 \(int\) is not a string"),
+    ({"name": "x", "n": float("nan")}, r"params.n: not JSON: nan"),
+    ({"name": "x", "s": {"a"}}, "params.s: not JSON: a set"),
+])
+def test_top_level_params_that_are_not_json_are_refused(
+    params: dict[Any, Any], message: str
+) -> None:
+    with pytest.raises(LocalProtocolError, match=f"^{message}"):
+        make_flow(params=params)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"com.example/k": {"a": {1}}}, r"meta\['com.example/k'\].a: not JSON: a set"),
+    ({"com.example/k": [float("nan")]}, r"meta\['com.example/k'\]\[0\]: not JSON: nan"),
+])
+def test_a_meta_that_is_not_json_is_refused(extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(LocalProtocolError, match=f"^{message}"):
+        make_flow(meta=attrs.evolve(META, extra=extra))
+
+
+def test_a_saved_flow_whose_params_are_not_json_is_refused() -> None:
+    data = make_flow().to_data(0.0)
+    data["params"]["arguments"] = {"n": float("nan")}  # what json.loads reads from NaN
+    with pytest.raises(LocalProtocolError, match=r"^saved flow: params.arguments.n: not JSON"):
+        ClientFlow.from_data(data, now=0.0, next_id=Ids())
+
+
+@pytest.mark.parametrize("arguments", [
+    {"t": (1, "a", 2.5)},
+    {"t": ({"a": (1, 2)}, [3, (4,)])},
+    {"t": (), "m": [()]},
+    {"t": _inside(40, (1,))},
+])
+def test_a_tuple_is_sent_as_the_list_json_reads_it_as(arguments: dict[str, Any]) -> None:
+    # JSON has arrays only: every leg carries lists, as the text a transport writes reads
+    # back, so a peer in memory sees what one over the wire would (a schema's "array").
+    flow = make_flow(params={"name": "x", "arguments": arguments})
+    sent = last_send(flow.start(0.0)).message["params"]["arguments"]
+    assert sent == json.loads(json.dumps(arguments))
+    assert "tuple" not in repr(sent)
 
 
 def test_a_meta_too_deep_for_a_copy_plan_is_copied_for_every_leg() -> None:
