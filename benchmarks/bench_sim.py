@@ -144,7 +144,8 @@ def digest_hit_rate(rate: Callable[[int], float], flows: int) -> float:
     """The share of question digests the process-wide memo answered during ``rate(flows)``.
     The bare loop runs one flow after another, so a flow's questions are still remembered
     when its next round asks them again; the simulator interleaves hundreds of live flows,
-    whose questions push each other out of the memo: the core does more work per round."""
+    whose questions a memo too small for them pushes out before their next round: the core
+    would do more work per round there than in the bare loop."""
     found, computed = SHARED_DIGESTS.hits, SHARED_DIGESTS.misses
     rate(flows)  # starts with fresh caches
     hits, misses = SHARED_DIGESTS.hits - found, SHARED_DIGESTS.misses - computed

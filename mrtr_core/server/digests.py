@@ -15,7 +15,12 @@ content alone). Those bytes tell ``1``, ``1.0`` and ``True`` apart, and ``dict``
 ``str``, numbers and ``None`` of the built-in types only (anything else, a ``str`` subclass
 say, cannot be marshalled and is digested every time), so equal bytes mean equal canonical
 JSON and a hit gives the digest :func:`question_digest` computes. Questions with ``extra``
-members, and questions of other kinds, are digested every time.
+members, questions of other kinds, and questions too large to keep are digested every time.
+
+Size. A question is asked again in its operation's later rounds, seconds apart (a person
+answers in between), and a server interleaves the rounds of every operation in flight: the
+memo keeps the questions of about a thousand such operations. Each entry's key holds at
+most 1 KiB of text and bytes, so the memo stays within a few MiB.
 
 On a miss the canonical text of the question is put together from the canonical text of its
 structured part (which the memo needs anyway) instead of encoding the question again: the
@@ -48,9 +53,14 @@ from mrtr_core.wire.models import (
 
 __all__ = ["SHARED_DIGESTS", "QuestionDigests", "question_digest"]
 
-# Small on purpose: a server keeps nothing per operation between rounds (digest §2.1), and
-# questions that name their operation never repeat, so a large memo would only hold them.
-_DEFAULT_SIZE: Final = 256
+# A question that names its operation comes back only in that operation's later rounds, and
+# the server keeps nothing per operation between them (digest §2.1): the memo must hold the
+# questions of every operation still being answered, a few each.
+_DEFAULT_SIZE: Final = 4096
+# Most characters of a question's text (the form's message, the system prompt) and bytes of
+# its structured part's marshal form, together, that an entry's key holds: a larger question
+# is digested every time.
+_MAX_KEY_SIZE: Final = 1024
 _CANONICAL: Final = jsontext.canonical
 _STRING: Final = json.encoder.encode_basestring_ascii  # how the canonical encoder writes str
 _MARSHAL_FORMAT: Final = 2  # the newest format without back-references
@@ -111,12 +121,14 @@ class QuestionDigests:
         kind = type(request)
         key: tuple[Any, ...] | None = None
         part: Any = None
+        text = ""  # the key's text member, counted in its size
         if kind is ElicitFormRequest:
             assert isinstance(request, ElicitFormRequest)
             extra = request.extra
             if type(request.message) is str and type(extra) is dict and not extra:
                 key = ("form", request.message)
                 part = request.requested_schema
+                text = request.message
         elif kind is CreateMessageRequest:
             assert isinstance(request, CreateMessageRequest)
             prompt = request.system_prompt
@@ -129,14 +141,17 @@ class QuestionDigests:
             ):
                 key = ("sample", request.max_tokens, prompt)
                 part = request.messages
+                text = prompt or ""
         if key is None:
             self.misses += 1
             wire = unstructure_input_request(request)
             return digest_json(wire), wire
         try:
-            fingerprint = marshal.dumps(part, _MARSHAL_FORMAT)
+            fingerprint: bytes | None = marshal.dumps(part, _MARSHAL_FORMAT)
         except ValueError:  # not of the built-in types (or nested too deep): not remembered
             fingerprint = None
+        if fingerprint is not None and len(fingerprint) + len(text) > _MAX_KEY_SIZE:
+            fingerprint = None  # too large to keep: digested as one marshal cannot write
         entries = self._entries
         if fingerprint is not None:
             key = (*key, fingerprint)

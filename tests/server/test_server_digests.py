@@ -7,7 +7,8 @@
   prompt, ``extra``) gets its own, computed digest;
 - questions the memo does not keep (other kinds, ``extra`` members, ``str`` subclasses) are
   still digested right, and a question that is not JSON raises what it always raised;
-- the memo is bounded;
+- the memo is bounded, keeps the questions of many operations in flight, and keeps no large
+  question;
 - a handler that asks the same questions round after round gets them from the memo, and a
   question changed between rounds is asked again.
 """
@@ -205,6 +206,41 @@ def test_the_memo_is_bounded() -> None:
     assert len(memo) == 8
     with pytest.raises(ValueError, match="at least 1"):
         QuestionDigests(max_entries=0)
+
+
+def test_the_shared_memo_keeps_the_questions_of_a_thousand_operations_in_flight() -> None:
+    """A question comes back in its operation's next round, after the rounds of every other
+    operation in flight: a memo that forgot it by then would digest every round anew."""
+    memo = QuestionDigests()
+    asked = [
+        question
+        for op in range(1000)
+        for question in (form(f"op-{op}: deploy?", note=str, ok=bool),
+                         form(f"op-{op}: change ticket", ticket=str),
+                         sample(f"op-{op}: summarise 3 steps", 64))
+    ]
+    for question in asked:
+        memo.digest(question)
+    hits = memo.hits
+    for question in asked:
+        assert memoised(memo, question) == computed(question)
+    assert memo.hits == hits + len(asked)
+
+
+def test_a_question_too_large_to_keep_is_digested_every_time() -> None:
+    """The memo's keys stay small: a long message or system prompt, or a large schema or
+    sampling conversation, is digested right, and never kept."""
+    wide = {"type": "object", "properties": {f"field{i}": {"type": "string"} for i in range(60)}}
+    memo = QuestionDigests()
+    for question in (
+        form("x" * 1100, ok=bool),
+        form("wide", wide),
+        sample("y" * 1100, 64),
+        sample("s", 64, system_prompt="z" * 1100),
+    ):
+        for _ in range(2):
+            assert memoised(memo, question) == computed(question)
+    assert len(memo) == 0 and len(memo._parts) == 0 and memo.hits == 0
 
 
 # --- in the engine ----------------------------------------------------------------------------
