@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from mrtr_core._checks import MAX_SECONDS, is_time_limit
+from mrtr_core._checks import MAX_SECONDS, is_time_limit, shown
 
 __all__ = ["ClientLimits"]
 
@@ -20,18 +20,18 @@ def _positive(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not is_time_limit(value):  # also refuses NaN and infinity
         raise ValueError(
             f"{attribute.name} must be a positive number of seconds up to {MAX_SECONDS:g}, "
-            f"got {value!r}"
+            f"got {shown(value)}"
         )
 
 
 def _positive_int(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an integer >= 1, got {value!r}")
+        raise ValueError(f"{attribute.name} must be an integer >= 1, got {shown(value)}")
 
 
 def _fraction(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"{attribute.name} must be between 0 and 1, got {value!r}")
+        raise ValueError(f"{attribute.name} must be between 0 and 1, got {shown(value)}")
 
 
 @attrs.frozen(kw_only=True)
