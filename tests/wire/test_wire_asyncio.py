@@ -30,6 +30,7 @@ from mrtr_core.stdio import ServerExitedError, encode_line
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 LIMIT = 10.0  # generous: only a broken test ever waits this long
+CLOSE_WAIT = LIMIT / 2  # for a server to exit by itself once stdin ends, on a loaded machine
 
 
 def text_of(response):
@@ -264,7 +265,8 @@ def test_stdio_cancelled_request_sends_cancel_and_the_transport_keeps_working():
     async def main():
         async with (
             asyncio.timeout(LIMIT),
-            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"]) as transport,
+            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"],
+                                 close_timeout=CLOSE_WAIT) as transport,
         ):
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.2):
@@ -393,7 +395,8 @@ def test_stdio_close_ends_the_process():
     async def main():
         async with (
             asyncio.timeout(LIMIT),
-            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"]) as transport,
+            open_stdio_transport([sys.executable, SERVER_SCRIPT, "asyncio"],
+                                 close_timeout=CLOSE_WAIT) as transport,
         ):
             assert text_of(await transport.request(call_tool("echo", 1, text="x"))) == "x"
         assert transport.process.returncode == 0

@@ -508,9 +508,15 @@ def test_stdio_server_takes_a_broken_stdin_as_end_of_input():
     assert [text_of(json.loads(line)) for line in stdout.getvalue().splitlines()] == ["a"]
 
 
-def test_stdio_close_ends_the_process(stdio):
-    stdio.close()
-    assert stdio.process.returncode == 0
+def test_stdio_close_ends_the_process():
+    # Closing stdin is what ends the server (it exits 0 by itself, digest §3.4): the wait
+    # before the signals is generous, so a loaded machine cannot turn this into SIGTERM,
+    # and the first answer makes sure the server is up and reading before stdin closes.
+    transport = StdioTransport.spawn([sys.executable, SERVER_SCRIPT, "sync"],
+                                     close_timeout=TIMEOUT)
+    assert text_of(transport.request(call_tool("echo", 1, text="x"), timeout=TIMEOUT)) == "x"
+    transport.close()
+    assert transport.process.returncode == 0
 
 
 def test_stdio_close_returns_while_a_left_behind_process_holds_stdout(tmp_path):

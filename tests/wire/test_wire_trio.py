@@ -31,6 +31,7 @@ from mrtr_core.stdio import ServerExitedError, encode_line
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_app_server.py"))
 LIMIT = 10.0  # generous: only a broken test ever waits this long
+CLOSE_WAIT = LIMIT / 2  # for a server to exit by itself once stdin ends, on a loaded machine
 
 
 def text_of(response):
@@ -287,7 +288,8 @@ def test_stdio_requests_interleave_and_route_by_id():
 def test_stdio_cancelled_request_sends_cancel_and_the_transport_keeps_working():
     async def main():
         with trio.fail_after(LIMIT):
-            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"],
+                                            close_timeout=CLOSE_WAIT) as transport:
                 with trio.move_on_after(0.2) as scope:
                     await transport.request(call_tool("gate_wait", 1))
                 assert scope.cancelled_caught
@@ -431,7 +433,8 @@ def test_stdio_server_exit_fails_what_it_left_unanswered_while_a_left_behind_pro
 def test_stdio_close_ends_the_process():
     async def main():
         with trio.fail_after(LIMIT):
-            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"]) as transport:
+            async with open_stdio_transport([sys.executable, SERVER_SCRIPT, "trio"],
+                                            close_timeout=CLOSE_WAIT) as transport:
                 assert text_of(await transport.request(call_tool("echo", 1, text="x"))) == "x"
             assert transport.process.returncode == 0
             with pytest.raises(TransportClosedError):  # closed on purpose, not a crash
