@@ -88,6 +88,7 @@ from mrtr_core.wire.models import (
     ReadResourceParams,
     RequestMeta,
 )
+from mrtr_core.wire.records import record_maker
 
 __all__ = ["REMOVED_METHODS", "SUPPORTED_VERSIONS", "App"]
 
@@ -104,6 +105,10 @@ REMOVED_METHODS: Final = frozenset({
 })
 
 _MISSING: Final = object()
+# Built on every round from the route's own handler and flag: no __init__.
+_handler_spec: Final[Callable[[Callable[..., Any], bool, str], HandlerSpec]] = record_maker(
+    HandlerSpec
+)
 _METAS_MAX: Final = 256  # distinct request _meta remembered per app
 _META_KEY_MAX: Final = 4096  # larger _meta values are read every time, never remembered
 
@@ -763,7 +768,7 @@ class App:
         # answer under a key the state does not record is checked when the handler asks
         # it). The app calls the handler itself (``call``): with the arguments it
         # validated, and ``uri`` for resources.
-        spec = HandlerSpec(handler=handler, single_use=single_use, name=params.target)
+        spec = _handler_spec(handler, single_use, params.target)
         try:
             if _unreadable_state(msg.params):
                 # The server only issues strings: anything else fails verification (S9,

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
 
 from mrtr_core._checks import instance_of, optional_text, positive_int, shown
 from mrtr_core.wire.formats import URI_FORMAT, content_problem, is_uri, preferences_problem
@@ -26,6 +26,7 @@ from mrtr_core.wire.models import (
     ListRootsRequest,
     ListRootsResult,
 )
+from mrtr_core.wire.records import record_maker
 
 __all__ = [
     "FieldSpec",
@@ -64,6 +65,13 @@ def _field_schema(name: str, spec: FieldSpec) -> JsonObject:
     raise TypeError(f"field {name!r}: unsupported field spec {spec!r}")
 
 
+# A handler builds its questions again on every round: the form is made from the values
+# checked above, without __init__ (every field given, in order).
+_form_request: Final[Callable[[str, JsonObject, JsonObject], ElicitFormRequest]] = (
+    record_maker(ElicitFormRequest)
+)
+
+
 def form(
     message: str, schema: Mapping[str, Any] | None = None, /, **fields: FieldSpec
 ) -> ElicitFormRequest:
@@ -90,7 +98,7 @@ def form(
             kind = _PRIMITIVES.get(spec) if type(spec) is type else None  # the common case
             properties[name] = {"type": kind} if kind is not None else _field_schema(name, spec)
         requested = {"type": "object", "properties": properties, "required": list(fields)}
-    return ElicitFormRequest(message=message, requested_schema=requested)
+    return _form_request(message, requested, {})
 
 
 def url(message: str, url: str) -> ElicitUrlRequest:

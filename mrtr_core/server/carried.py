@@ -16,13 +16,14 @@ the token, but its shape is still checked: a bad shape is refused as ``malformed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 import attrs
 
 from mrtr_core.state.errors import StateRejectedError
 from mrtr_core.wire.models import INPUT_REQUEST_KINDS, JsonObject
+from mrtr_core.wire.records import record_maker
 
 __all__ = ["Asked", "Carried", "Recorded", "payload"]
 
@@ -102,7 +103,7 @@ class Carried:
                     raise ValueError("asked entry")
                 if schema is not None and not isinstance(schema, dict):
                     raise TypeError("asked schema")
-                asked[k] = Asked(kind, digest, schema)
+                asked[k] = _asked(kind, digest, schema)
             answers: dict[str, Recorded] = {}
             table = payload.get("a", _NONE)
             if not isinstance(table, dict):
@@ -117,12 +118,14 @@ class Carried:
                     or not isinstance(data, dict)
                 ):
                     raise ValueError("answer entry")
-                answers[k] = Recorded(digest, kind, data)
+                answers[k] = _recorded(digest, kind, data)
             memo = dict(_mapping(payload.get("m", {})))
             once = dict(_mapping(payload.get("o", {})))
         except (KeyError, ValueError, TypeError):
             raise StateRejectedError("malformed", "engine state has the wrong shape") from None
-        return cls(rounds, asked, answers, memo, once, payload.get("u"))
+        if cls is not Carried:  # a subclass gets its own __init__
+            return cls(rounds, asked, answers, memo, once, payload.get("u"))
+        return _carried(rounds, asked, answers, memo, once, payload.get("u"))
 
 
 def payload(
@@ -148,6 +151,12 @@ def payload(
     if user is not None:
         out["u"] = user
     return out
+
+
+# Built from values from_payload has already checked, on every round: no __init__.
+_asked: Final[Callable[[str, str, JsonObject | None], Asked]] = record_maker(Asked)
+_recorded: Final[Callable[[str, str, JsonObject], Recorded]] = record_maker(Recorded)
+_carried: Final[Callable[..., Carried]] = record_maker(Carried)
 
 
 def _mapping(value: Any) -> dict[str, Any]:

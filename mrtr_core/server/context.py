@@ -62,6 +62,7 @@ from mrtr_core.wire.models import (
     ListRootsResult,
     MrtrParams,
 )
+from mrtr_core.wire.records import record_maker
 
 __all__ = ["Context", "InputPending", "InputRejected", "InputRequired", "question_digest"]
 
@@ -122,6 +123,8 @@ class Pending:
     wire: JsonObject
     digest: str
 
+
+_pending: Final[Callable[[InputRequest, JsonObject, str], Pending]] = record_maker(Pending)
 
 INPUT_REQUEST_TYPES: Final = (
     ElicitFormRequest, ElicitUrlRequest, CreateMessageRequest, ListRootsRequest
@@ -366,7 +369,7 @@ class Context:
             return answer
         if wire is None:  # the digest was remembered: the question is written only now
             wire = unstructure_input_request(request)
-        self._pending[key] = Pending(request, wire, digest)
+        self._pending[key] = _pending(request, wire, digest)
         return None
 
     # --- remembering ---------------------------------------------------------------------

@@ -225,10 +225,11 @@ class ServerEngine:
                 f"not {type(params).__name__}"
             )
         binding = Binding.for_params(params, principal)
-        carried = Carried()
         claim: tuple[str, float] | None = None
         token = params.request_state
-        if token is not None:
+        if token is None:
+            carried = Carried()
+        else:
             if len(token) > self._max_state_bytes:  # before any crypto
                 raise StateRejectedError("too_large", f"{len(token)} > {self._max_state_bytes}")
             opened = self._codec.open(token, binding, now)

@@ -59,6 +59,7 @@ from mrtr_core.errors import StateSizeLimitError
 from mrtr_core.state.binding import Binding
 from mrtr_core.state.errors import StateRejectedError
 from mrtr_core.state.keys import KeyRing
+from mrtr_core.wire.records import record_maker
 
 __all__ = ["DEFAULT_MAX_STATE_BYTES", "NonceSource", "OpenedState", "StateCodec", "StateMode"]
 
@@ -116,6 +117,10 @@ class OpenedState:
     expires_at: float
     key_id: str
     binding_digest: str = ""
+
+
+# Every field is given, from values _unseal has checked, on every round: no __init__.
+_opened: Final[Callable[..., OpenedState]] = record_maker(OpenedState)
 
 
 def _b64encode(raw: bytes) -> str:
@@ -414,4 +419,4 @@ class StateCodec:
         digest = "" if binding_tag is not None else (
             base64.urlsafe_b64encode(sealed_binding).rstrip(b"=").decode("ascii")
         )
-        return OpenedState(payload, _b64encode(nonce), iat, exp, kid, digest)
+        return _opened(payload, _b64encode(nonce), iat, exp, kid, digest)
