@@ -49,7 +49,7 @@ from mrtr_core.sim import (
     Simulation,
     Timing,
 )
-from mrtr_core.state import KeyRing, MemoryReplayGuard, StateCodec
+from mrtr_core.state import KeyRing, MemoryReplayGuard, StateCodec, forget_bindings
 from mrtr_core.wire import RequestMeta
 
 TARGET_FLOWS_PER_S = 5000.0
@@ -133,11 +133,12 @@ def bare_rate(flows: int, cpu: list[float] | None = None) -> float:
 
 def fresh_caches() -> None:
     """Forget what an earlier run left in process-wide memos. Every run asks the same
-    questions and sends the same arguments and answers (``op-0``, ``op-1``, ...): a digest
-    or an accepted instance remembered from the previous run would be a hit no real
-    campaign gets."""
+    questions and sends the same arguments and answers (``op-0``, ``op-1``, ...): a digest,
+    an accepted instance or a binding remembered from the previous run would be a hit no
+    real campaign gets."""
     SHARED_DIGESTS.clear()
     forget_accepted()
+    forget_bindings()
 
 
 def digest_hit_rate(rate: Callable[[int], float], flows: int) -> float:

@@ -6,7 +6,13 @@ shortly, and can be made single-use with a replay guard (S10-S12; digest §2.10)
 refusal is the same JSON-RPC ``-32602`` on the wire; the reason stays on the exception.
 """
 
-from mrtr_core.state.binding import Binding, canonical_json, digest_arguments, digest_json
+from mrtr_core.state.binding import (
+    Binding,
+    canonical_json,
+    digest_arguments,
+    digest_json,
+    forget_bindings,
+)
 from mrtr_core.state.codec import (
     DEFAULT_MAX_STATE_BYTES,
     NonceSource,
@@ -44,4 +50,5 @@ __all__ = [
     "claim_verdict",
     "digest_arguments",
     "digest_json",
+    "forget_bindings",
 ]

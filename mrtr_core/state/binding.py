@@ -10,14 +10,18 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
+import marshal
+from collections import OrderedDict
 from typing import Any, Final
 
 import attrs
 
 from mrtr_core import jsontext
+from mrtr_core._memo import remember
 from mrtr_core.wire.models import MrtrParams
 
-__all__ = ["Binding", "canonical_json", "digest_arguments", "digest_json"]
+__all__ = ["BINDINGS_MAX_ENTRIES", "BINDING_KEY_MAX_SIZE", "Binding", "canonical_json",
+           "digest_arguments", "digest_json", "forget_bindings"]
 
 _CANONICAL: Final = jsontext.canonical
 _STRING: Final = json.encoder.encode_basestring_ascii  # what the canonical encoder writes
@@ -93,11 +97,68 @@ class Binding:
 
     @classmethod
     def for_params(cls, params: MrtrParams, principal: str | None = None) -> Binding:
-        """The binding of one incoming (or outgoing) MRTR request."""
+        """The binding of one incoming (or outgoing) MRTR request.
+
+        Every round of an operation carries the same method, target and arguments, from
+        the same principal: a binding built before for the very same values (see
+        :data:`BINDINGS_MAX_ENTRIES`) is given again instead of digesting them anew.
+        """
         arguments = getattr(params, "arguments", None)
-        return cls(
-            method=params.method,
-            target=params.target,
+        method: str = params.method  # widened from its Literal: its exact type is checked
+        target: str = params.target
+        key: tuple[str, str, str | None, bytes | None] | None = None
+        if (
+            cls is Binding
+            and type(method) is str
+            and type(target) is str
+            and (principal is None or type(principal) is str)
+        ):
+            key = _memo_key(method, target, principal, arguments)
+            if key is not None:
+                found = _BINDINGS.get(key)
+                if found is not None:
+                    return found
+        binding = cls(
+            method=method,
+            target=target,
             arguments_digest=digest_arguments(arguments),
             principal=principal,
         )
+        if key is not None:
+            remember(_BINDINGS, key, binding, BINDINGS_MAX_ENTRIES)
+        return binding
+
+
+BINDINGS_MAX_ENTRIES: Final = 4096
+"""Most bindings :meth:`Binding.for_params` remembers (the oldest goes first): an operation's
+later rounds come back after the rounds of every other operation in flight."""
+BINDING_KEY_MAX_SIZE: Final = 1024
+"""Largest binding remembered: characters of its target and principal and bytes of its
+arguments' :mod:`marshal` form together; a larger one is digested every time."""
+_BINDINGS: OrderedDict[tuple[str, str, str | None, bytes | None], Binding] = OrderedDict()
+
+
+def _memo_key(
+    method: str, target: str, principal: str | None, arguments: Any
+) -> tuple[str, str, str | None, bytes | None] | None:
+    """What finds a remembered binding: the strings as they are, and the arguments by their
+    :mod:`marshal` bytes (format 2 writes no back-references: equal bytes are equal values
+    of the same built-in types, so ``1``, ``1.0`` and ``True`` are told apart and equal
+    bytes digest alike); ``None`` for arguments marshal cannot write (a subclass of a
+    built-in type, say) and for a key too large to keep."""
+    if arguments is None:
+        raw = None
+    else:
+        try:
+            raw = marshal.dumps(arguments, 2)
+        except ValueError:
+            return None
+    size = len(target) + (0 if principal is None else len(principal))
+    if size + (0 if raw is None else len(raw)) > BINDING_KEY_MAX_SIZE:
+        return None
+    return (method, target, principal, raw)
+
+
+def forget_bindings() -> None:
+    """Empty the memo of bindings (benchmarks start from nothing)."""
+    _BINDINGS.clear()

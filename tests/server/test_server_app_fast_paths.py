@@ -6,11 +6,14 @@
 - ``jsontext`` gives ``json.JSONEncoder``'s text and errors (a ``ValueError`` where it would
   recurse too deep), and a binding's tag is the digest of its canonical identity;
 - ``App.receive(parsed=...)`` answers like ``App.receive`` alone, and ``RunHandler.may_suspend``
-  is ``False`` only for plain functions.
+  is ``False`` only for plain functions;
+- ``Binding.for_params`` gives a remembered binding only for the very same method, target,
+  principal and arguments (the same value of the same types), equal to a fresh one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -29,7 +32,16 @@ from mrtr_core.app import App, Reply, RunHandler, drive_sync
 from mrtr_core.app.registry import CallPlan, ToolDef
 from mrtr_core.server import Context
 from mrtr_core.state import KeyRing, StateCodec
-from mrtr_core.state.binding import Binding, canonical_json
+from mrtr_core.state.binding import (
+    _BINDINGS,
+    BINDING_KEY_MAX_SIZE,
+    BINDINGS_MAX_ENTRIES,
+    Binding,
+    canonical_json,
+    digest_arguments,
+    forget_bindings,
+)
+from mrtr_core.wire import CallToolParams, GetPromptParams, RequestMeta
 
 SAME = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 
@@ -225,6 +237,55 @@ def test_binding_tag_is_the_digest_of_the_canonical_identity(identity: list[str 
                       arguments_digest=digest or "d", principal=principal)
     expected = [binding.method, binding.target, binding.arguments_digest, binding.principal]
     assert binding.tag == hashlib.sha256(canonical_json(expected).encode("ascii")).digest()[:16]
+
+
+def _fresh_binding(params: Any, principal: str | None) -> Binding:
+    arguments = getattr(params, "arguments", None)
+    return Binding(method=params.method, target=params.target,
+                   arguments_digest=digest_arguments(arguments), principal=principal)
+
+
+BINDING_ARGUMENTS: list[Any] = [
+    None, {}, {"n": 1}, {"n": 1.0}, {"n": True}, {"n": "1"}, {"n": [1]}, {"n": (1,)},
+    {"n": 1, "m": 2}, {"m": 2, "n": 1}, {"n": {"deep": [None, 2.5]}}, {"n": -0.0}, {"n": 0.0},
+]
+
+
+def test_a_remembered_binding_is_the_binding_of_the_very_same_request() -> None:
+    forget_bindings()
+    for rounds in range(2):
+        for arguments in BINDING_ARGUMENTS:
+            for principal in (None, "alice", "bob"):
+                for params in (
+                    CallToolParams(name="t", meta=RequestMeta(), arguments=arguments),
+                    CallToolParams(name="u", meta=RequestMeta(), arguments=arguments),
+                ):
+                    got = Binding.for_params(params, principal)
+                    assert got == _fresh_binding(params, principal), (rounds, arguments)
+    prompt = GetPromptParams(name="t", meta=RequestMeta(), arguments={"n": "1"})
+    assert Binding.for_params(prompt).method == "prompts/get"
+    assert Binding.for_params(prompt) == _fresh_binding(prompt, None)
+
+
+def test_unusual_or_large_bindings_are_not_remembered_and_the_memo_is_bounded() -> None:
+    forget_bindings()
+
+    class Name(str):
+        pass
+
+    big = {"text": "x" * BINDING_KEY_MAX_SIZE}
+    for arguments in ({"n": Name("1")}, big, {"n": {1, 2}}):
+        params = CallToolParams(name="t", meta=RequestMeta(), arguments=arguments)
+        with contextlib.suppress(TypeError):  # a set is no JSON: refused every time
+            Binding.for_params(params, "alice")
+    assert len(_BINDINGS) == 0
+    Binding.for_params(CallToolParams(name="t", meta=RequestMeta(), arguments={}), Name("a"))
+    assert len(_BINDINGS) == 0
+    for index in range(BINDINGS_MAX_ENTRIES + 10):
+        Binding.for_params(CallToolParams(name="t", meta=RequestMeta(), arguments={"i": index}))
+    assert len(_BINDINGS) == BINDINGS_MAX_ENTRIES
+    forget_bindings()
+    assert len(_BINDINGS) == 0
 
 
 # --- request _meta read once per distinct text --------------------------------------------------
