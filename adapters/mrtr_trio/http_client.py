@@ -9,10 +9,11 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import socket
 import ssl
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import trio
 
@@ -30,6 +31,7 @@ from mrtr_core.http import (
 __all__ = ["HttpTransport"]
 
 _READ_SIZE = 65536
+T = TypeVar("T")
 _BROKEN = (trio.BrokenResourceError, ConnectionResetError, BrokenPipeError)
 """A reused connection that broke so may have been closed by the server while idle."""
 
@@ -102,10 +104,15 @@ class _Connection:
             return True
         return True
 
-    async def aclose(self) -> None:
+    def abort(self) -> None:
+        """Close a plain TCP connection at once: a task waiting to read or write on it wakes
+        with ``trio.ClosedResourceError``, and later reads and writes fail."""
         if self.sock is not None:
             trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
+
+    async def aclose(self) -> None:
+        self.abort()
         await trio.aclose_forcefully(self.stream)
 
 
@@ -139,7 +146,11 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         super().__init__(url, config, ssl_context, ssl.create_default_context)
         self._slots = trio.Semaphore(max_connections)
         self._running: set[trio.CancelScope] = set()
-        """The cancel scope of each request running (waiting for a connection or its answer)."""
+        """The cancel scope of each request waiting where closing must cancel it (for a
+        slot, a new connection, or the answer on a TLS stream)."""
+        self._busy: set[_Connection] = set()
+        """The plain TCP connections carrying a request; closing aborts them, which wakes
+        their requests (no cancel scope per request on the common path)."""
 
     async def aclose(self) -> None:
         """Close the transport: every request in flight or waiting for a connection fails
@@ -148,6 +159,8 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         self._closed = True
         for scope in self._running:
             scope.cancel()
+        for conn in self._busy:
+            conn.abort()
         await super().aclose()
 
     # -- internals ---------------------------------------------------------------------------
@@ -157,11 +170,21 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
     ) -> ResponseReceived | NotificationAccepted:
         if self._closed:
             raise self._closed_error()
+        try:
+            return await self._exchange_on_a_slot(message)
+        except Exception:
+            if self._closed:
+                # Closing woke the request (its connection aborted) or cancelled its wait.
+                raise self._closed_error() from None
+            raise
+
+    async def _closable(self, wait: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """``await wait(*args)`` in a cancel scope that :meth:`aclose` cancels."""
         scope = trio.CancelScope()
         self._running.add(scope)
         try:
             with scope:
-                return await self._exchange_on_a_slot(message)
+                return await wait(*args)
         finally:
             self._running.discard(scope)
         # Only aclose() cancels this scope; a cancellation of the caller's own goes on past
@@ -174,13 +197,20 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         try:
             self._slots.acquire_nowait()
         except trio.WouldBlock:
-            await self._slots.acquire()
+            await self._closable(self._slots.acquire)
         try:
             for attempt in range(2):
                 conn = await self._checkout(fresh=attempt > 0)
                 retry_ok = conn.used and attempt == 0
                 try:
-                    event = await self._roundtrip(conn, message)
+                    if conn.sock is None:
+                        event = await self._closable(self._roundtrip, conn, message)
+                    else:
+                        self._busy.add(conn)
+                        try:
+                            event = await self._roundtrip(conn, message)
+                        finally:
+                            self._busy.discard(conn)
                 except BaseException as exc:
                     await conn.aclose()
                     if retry_ok and sent_again_safely(exc, conn.http, _BROKEN):
@@ -193,6 +223,8 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                     await conn.aclose()
                 if not conn.waited:
                     await trio.lowlevel.checkpoint()  # a request is always a checkpoint
+                if self._closed:
+                    raise self._closed_error()  # closed while in flight: the request fails
                 return event
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
@@ -207,13 +239,18 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
                 conn.waited = False
                 return conn
             await conn.aclose()
+            if self._closed:
+                raise self._closed_error()
         stream: trio.abc.Stream
         if self._ssl is not None:
-            stream = await trio.open_ssl_over_tcp_stream(
-                self.endpoint.host, self.endpoint.port, ssl_context=self._ssl
+            stream = await self._closable(
+                functools.partial(trio.open_ssl_over_tcp_stream, ssl_context=self._ssl),
+                self.endpoint.host, self.endpoint.port,
             )
         else:
-            stream = await trio.open_tcp_stream(self.endpoint.host, self.endpoint.port)
+            stream = await self._closable(
+                trio.open_tcp_stream, self.endpoint.host, self.endpoint.port
+            )
         return _Connection(
             stream,
             HttpClientConnection(self.endpoint, self.config, param_headers=self.param_headers),
