@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -69,6 +70,11 @@ class _StreamIO:
             return await self._stream.receive_some(_READ_SIZE)
         return None
 
+    async def read(self, arm: Callable[[], None]) -> bytes | bytearray:
+        """The next bytes (``b""`` at EOF); ``arm()`` is called before waiting for them."""
+        arm()
+        return await self._stream.receive_some(_READ_SIZE)
+
     async def receive_any(self) -> bytes | bytearray:
         """The next bytes, ``b""`` at EOF or when the connection broke."""
         try:
@@ -106,7 +112,19 @@ class _SocketIO:
 
     async def receive(self, deadline: Callable[[], float]) -> bytes | bytearray | None:
         """The next bytes (``b""`` at EOF), or ``None`` when ``deadline()`` passes first."""
+        with trio.CancelScope() as scope:
+
+            def arm() -> None:
+                scope.deadline = deadline()
+
+            return await self.read(arm)
+        return None
+
+    async def read(self, arm: Callable[[], None]) -> bytes | bytearray:
+        """The next bytes (``b""`` at EOF); ``arm()`` is called before the first wait, only
+        when the socket has nothing to read yet."""
         sock = self._sock
+        armed = False
         while True:
             try:
                 return sock.recv(_READ_SIZE)
@@ -115,10 +133,10 @@ class _SocketIO:
             except OSError:
                 return b""  # reset by the peer: the same as its going away
             self.waited = True
-            with trio.move_on_at(deadline()):
-                await trio.lowlevel.wait_readable(sock)
-                continue
-            return None
+            if not armed:
+                arm()
+                armed = True
+            await trio.lowlevel.wait_readable(sock)
 
     async def receive_any(self) -> bytes | bytearray:
         """The next bytes, ``b""`` at EOF or when the connection broke."""
@@ -189,12 +207,14 @@ class _Slot:
     """One connection being served: its HTTP state, the scope that ends it, and whether a
     request is being answered on it (from its arrival until the reply is written)."""
 
-    __slots__ = ("answering", "conn", "scope")
+    __slots__ = ("answering", "conn", "scope", "started")
 
     def __init__(self, conn: HttpServerConnection) -> None:
         self.conn = conn
         self.scope = trio.CancelScope()
         self.answering = False
+        self.started: float | None = None
+        """When the request being read began to be waited for (its read timeout's start)."""
 
 
 class _Server:
@@ -259,20 +279,45 @@ class _Server:
                 return True
         return False
 
+    def _read_deadline(self, slot: _Slot) -> float:
+        # Idle between requests: the idle timeout; inside one: the read timeout, counted
+        # from the request's first bytes.
+        if slot.conn.idle:
+            slot.started = None
+            return trio.current_time() + self.idle_timeout
+        if slot.started is None:
+            slot.started = trio.current_time()
+        return slot.started + self.read_timeout
+
     async def _serve(self, io: _IO, slot: _Slot) -> None:
         conn = slot.conn
-        started: float | None = None
+        # One cancel scope serves many reads: its deadline is set while a read waits and
+        # lifted after it (entering a scope per read costs several times more). A deadline
+        # that passes just as bytes arrive leaves the scope cancelled: the bytes are kept and
+        # the connection goes on in a new scope.
+        while True:
+            reads = trio.CancelScope()
+            with reads:
+                if not await self._serve_reads(io, slot, reads):
+                    return
+            if reads.cancelled_caught:
+                conn.timed_out()
+                out = conn.data_to_send()
+                if out:
+                    await io.send(out)
+                await _linger(io, conn)
+                return
 
-        def deadline() -> float:
-            # Idle between requests: the idle timeout; inside one: the read timeout, counted
-            # from the request's first bytes.
-            nonlocal started
-            if conn.idle:
-                started = None
-                return trio.current_time() + self.idle_timeout
-            if started is None:
-                started = trio.current_time()
-            return started + self.read_timeout
+    async def _serve_reads(self, io: _IO, slot: _Slot, reads: trio.CancelScope) -> bool:
+        """Serve requests until the connection ends (``False``) or ``reads`` can time no
+        more reads (``True``); a read that times out raises ``Cancelled`` into ``reads``."""
+        conn = slot.conn
+        armed = False
+
+        def arm() -> None:
+            nonlocal armed
+            reads.deadline = self._read_deadline(slot)
+            armed = True
 
         while True:
             event = conn.next_event()
@@ -280,28 +325,26 @@ class _Server:
             if out:
                 await io.send(out)
             if event is NEED_DATA:
-                data = await io.receive(deadline)
-                if data is None:
-                    conn.timed_out()
-                    out = conn.data_to_send()
-                    if out:
-                        await io.send(out)
-                    await _linger(io, conn)
-                    return
+                data = await io.read(arm)
+                if armed:
+                    reads.deadline = math.inf
+                    armed = False
                 conn.receive_data(data)
+                if reads.cancel_called:
+                    return True
             elif isinstance(event, MessageReceived):
-                started = None
+                slot.started = None
                 slot.answering = True  # until the reply is written
                 await io.checkpoint()
                 reply = await self._answer(event, io, conn)
                 if reply is None:
-                    return  # the client closed the connection: the request is cancelled
+                    return False  # the client closed the connection: the request is cancelled
                 send_http_reply(conn, reply, event.request_id)
                 await io.send(conn.data_to_send())
                 slot.answering = False
             elif isinstance(event, ConnectionEnded):
                 await _linger(io, conn)
-                return
+                return False
 
     def _tool_schema(self, name: str) -> dict[str, Any] | None:
         """A tool's ``inputSchema``, so ``Mcp-Param-*`` headers are checked against it."""
