@@ -253,12 +253,12 @@ def _unspoken_version(headers: Mapping[str, list[bytes]]) -> HttpRequestError | 
     )
 
 
-def _head_size(request: h11.Request) -> int:
-    """Bytes of the request line and header lines (h11 enforces its limit only on a head
-    that arrives in pieces; a whole head delivered by one read is never measured)."""
-    size = len(request.method) + len(request.target) + 12
-    for name, value in request.headers.raw_items():
-        size += len(name) + len(value) + 4
+def _head_size(request: h11.Request, raw: Sequence[tuple[bytes, bytes]]) -> int:
+    """Bytes of the request line and its header lines ``raw`` (h11 enforces its limit only
+    on a head that arrives in pieces; a whole head delivered by one read is never measured)."""
+    size = len(request.method) + len(request.target) + 12 + 4 * len(raw)
+    for name, value in raw:
+        size += len(name) + len(value)
     return size
 
 
@@ -459,11 +459,12 @@ class HttpServerConnection:
     def _on_request(self, request: h11.Request) -> RequestRejected | None:
         self._request = request
         # h11 has validated the names and values; raw_items() avoids its per-item indexing.
-        self._headers = headers = collect_headers(request.headers.raw_items())
+        raw = request.headers.raw_items()
+        self._headers = headers = collect_headers(raw)
         self._rejection = None
         self._body = []
         self._body_size = 0
-        if _head_size(request) > self.config.max_header_bytes:
+        if _head_size(request, raw) > self.config.max_header_bytes:
             return self._abort(HttpRequestError(
                 f"request head exceeds {self.config.max_header_bytes} bytes", status=431))
         if _CONTENT_LENGTH in headers and _TRANSFER_ENCODING in headers:
@@ -485,15 +486,9 @@ class HttpServerConnection:
     def _precheck(
         self, request: h11.Request, headers: Mapping[str, list[bytes]]
     ) -> HttpRequestError | None:
-        def one(name: str) -> str | None:
-            values = headers.get(name)
-            return values[0].decode("latin-1") if values else None
-
-        def joined(name: str) -> str | None:
-            # A list-valued field may be split over several field lines (RFC 9110 §5.3).
-            values = headers.get(name)
-            return b", ".join(values).decode("latin-1") if values else None
-
+        # A list-valued field may be split over several field lines (RFC 9110 §5.3): Accept
+        # and Content-Encoding are read joined; the others by their first value.
+        get = headers.get
         if request.target != self._path_bytes:
             path = _target_path(request.target)
             if path != self.config.path:
@@ -502,28 +497,33 @@ class HttpServerConnection:
             # GET and DELETE were removed in 2026-07-28: 405 (digest §3.2, §3.3).
             method = request.method.decode("ascii", "replace")
             return HttpRequestError(f"HTTP method {method} is not allowed; use POST", status=405)
-        for singleton in (_ORIGIN, _CONTENT_TYPE):
-            if len(headers.get(singleton, ())) > 1:
+        origins = get(_ORIGIN)
+        types = get(_CONTENT_TYPE)
+        for singleton, values in ((_ORIGIN, origins), (_CONTENT_TYPE, types)):
+            if values is not None and len(values) > 1:
                 return HttpRequestError(f"{singleton} header appears more than once", status=400)
-        if _ORIGIN in headers:
-            origin = one(_ORIGIN)
-            if origin is not None and not self.config.origin_allowed(origin):
+        if origins:
+            origin = origins[0].decode("latin-1")
+            if not self.config.origin_allowed(origin):
                 # MUST answer 403 to a present, invalid Origin (digest §3.3 "Endpoint").
                 return HttpRequestError(f"origin {origin!r} is not allowed", status=403)
-        length = one(_CONTENT_LENGTH)
+        lengths = get(_CONTENT_LENGTH)
+        length = lengths[0].decode("latin-1") if lengths else None
         if length is not None and length.isdigit() and int(length) > self.config.max_body_bytes:
             return HttpRequestError(
                 f"body of {length} bytes exceeds the limit of {self.config.max_body_bytes}",
                 status=413,
             )
-        if not accepts_json_and_sse(joined(_ACCEPT)):
+        accept = get(_ACCEPT)
+        if not accepts_json_and_sse(b", ".join(accept).decode("latin-1") if accept else None):
             # Accept MUST list both types (digest §3.3 item 2); the spec fixes no status.
             return HttpRequestError(
                 "Accept must list application/json and text/event-stream", status=406
             )
-        if not is_json_content_type(one(_CONTENT_TYPE)):
+        if not is_json_content_type(types[0].decode("latin-1") if types else None):
             return HttpRequestError("Content-Type must be application/json", status=415)
-        coding = joined(_CONTENT_ENCODING)
+        codings = get(_CONTENT_ENCODING)
+        coding = b", ".join(codings).decode("latin-1") if codings else None
         if coding is not None and any(
             item.strip().lower() not in ("", "identity") for item in coding.split(",")
         ):
