@@ -65,22 +65,25 @@ class _Connection:
                 self.waited = True
                 await trio.lowlevel.wait_writable(sock)
 
-    async def receive(self) -> bytes | bytearray:
+    async def receive(self, *, wait_first: bool = False) -> bytes | bytearray:
+        """The next bytes (``b""`` at EOF). ``wait_first``: the peer cannot have answered
+        yet (the request was just sent), so the read is not tried before waiting."""
         sock = self.sock
         if sock is None:
             self.waited = True
             return await self.stream.receive_some(_READ_SIZE)
-        try:
-            data = sock.recv(_READ_SIZE)
-        except BlockingIOError:
-            pass
-        else:
-            # Bytes were there already: yield all the same, or a server that always has
-            # more (1xx heads, keep-alive comments) holds the loop and the caller's timeout
-            # never fires. A cancelled read loses them with its connection.
-            self.waited = True
-            await trio.lowlevel.checkpoint()
-            return data
+        if not wait_first:
+            try:
+                data = sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                pass
+            else:
+                # Bytes were there already: yield all the same, or a server that always has
+                # more (1xx heads, keep-alive comments) holds the loop and the caller's
+                # timeout never fires. A cancelled read loses them with its connection.
+                self.waited = True
+                await trio.lowlevel.checkpoint()
+                return data
         self.waited = True
         while True:
             await trio.lowlevel.wait_readable(sock)
@@ -260,10 +263,12 @@ class HttpTransport(AsyncHttpTransportBase[_Connection, ssl.SSLContext]):
         self, conn: _Connection, message: Mapping[str, Any]
     ) -> ResponseReceived | NotificationAccepted:
         await conn.send(conn.http.send_request(message))
+        first = True
         while True:
             event = conn.http.next_event()
             if event is NEED_DATA:
-                conn.http.receive_data(await conn.receive())
+                conn.http.receive_data(await conn.receive(wait_first=first))
+                first = False
             elif isinstance(event, ResponseReceived | NotificationAccepted):
                 return event
             # NotificationReceived: request-related notifications are not a transport's concern

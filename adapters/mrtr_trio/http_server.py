@@ -70,8 +70,9 @@ class _StreamIO:
             return await self._stream.receive_some(_READ_SIZE)
         return None
 
-    async def read(self, arm: Callable[[], None]) -> bytes | bytearray:
-        """The next bytes (``b""`` at EOF); ``arm()`` is called before waiting for them."""
+    async def read(self, arm: Callable[[], None], *, wait_first: bool = False) -> bytes | bytearray:
+        """The next bytes (``b""`` at EOF); ``arm()`` is called before waiting for them
+        (``wait_first`` changes nothing: every read of a stream waits)."""
         arm()
         return await self._stream.receive_some(_READ_SIZE)
 
@@ -120,18 +121,22 @@ class _SocketIO:
             return await self.read(arm)
         return None
 
-    async def read(self, arm: Callable[[], None]) -> bytes | bytearray:
+    async def read(self, arm: Callable[[], None], *, wait_first: bool = False) -> bytes | bytearray:
         """The next bytes (``b""`` at EOF); ``arm()`` is called before the first wait, only
-        when the socket has nothing to read yet."""
+        when the socket has nothing to read yet. ``wait_first``: our reply was just written
+        and a client most often waits for it, so the read is not tried first (a wait on
+        bytes already there ends at once)."""
         sock = self._sock
         armed = False
         while True:
-            try:
-                return sock.recv(_READ_SIZE)
-            except BlockingIOError:
-                pass
-            except OSError:
-                return b""  # reset by the peer: the same as its going away
+            if not wait_first:
+                try:
+                    return sock.recv(_READ_SIZE)
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    return b""  # reset by the peer: the same as its going away
+            wait_first = False
             self.waited = True
             if not armed:
                 arm()
@@ -312,7 +317,7 @@ class _Server:
         """Serve requests until the connection ends (``False``) or ``reads`` can time no
         more reads (``True``); a read that times out raises ``Cancelled`` into ``reads``."""
         conn = slot.conn
-        armed = False
+        armed = replied = False
 
         def arm() -> None:
             nonlocal armed
@@ -325,7 +330,10 @@ class _Server:
             if out:
                 await io.send(out)
             if event is NEED_DATA:
-                data = await io.read(arm)
+                # Right after a reply, with nothing of a next request buffered, the client
+                # is most likely reading it: wait before trying to read.
+                data = await io.read(arm, wait_first=replied and conn.idle)
+                replied = False
                 if armed:
                     reads.deadline = math.inf
                     armed = False
@@ -342,6 +350,7 @@ class _Server:
                 send_http_reply(conn, reply, event.request_id)
                 await io.send(conn.data_to_send())
                 slot.answering = False
+                replied = True
             elif isinstance(event, ConnectionEnded):
                 await _linger(io, conn)
                 return False
