@@ -67,8 +67,12 @@ Plan: TypeAlias = tuple[tuple[Any, "Plan"], ...]
 # A float is no leaf here: NaN and the infinities are floats (RFC 8259 §6 has no such
 # number), so each float is looked at, in the containers that hold one.
 _LEAVES: Final = frozenset({str, int, bool, type(None)})
+# An int is looked at too, when longer than _INT_BITS: int's str() refuses more digits than
+# sys.get_int_max_str_digits() (4300 by default), so no encoder could write it.
+_SHORT_LEAVES: Final = frozenset({str, bool, type(None)})
 _MAX_PLAN_DEPTH: Final = 32
 _isfinite: Final = math.isfinite
+_INT_BITS: Final = 4000  # longer integers take the encoder's check (it limits their digits)
 
 
 class _NotPlain(Exception):
@@ -86,7 +90,7 @@ def _copy_planned(value: Any, plan: Plan) -> Any:
 
 
 _NO_PLAN: Final[Plan] = ()
-_all_leaves: Final = _LEAVES.issuperset
+_all_leaves: Final = _SHORT_LEAVES.issuperset
 _all_strings: Final = frozenset({str}).issuperset
 
 
@@ -104,6 +108,8 @@ def _plan_into(value: Any, out: Any, depth: int) -> Plan:
     for at, item in value.items() if type(value) is dict else enumerate(value):
         kind = type(item)
         if kind in _LEAVES:
+            if kind is int and item.bit_length() > _INT_BITS:
+                raise _NotPlain  # _checked names it when it is too long to write
             continue
         if kind is float:
             if _isfinite(item):
@@ -191,12 +197,14 @@ def _json_copy(value: Any) -> Any:
 
     def copied(item: Any, place: _Place, depth: int) -> Any:
         kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
+        if kind is str or kind is bool or item is None:
             return item
+        if kind is int:
+            return item if item.bit_length() <= _INT_BITS else _writable(item, place)
         if isinstance(item, str):
             return str.__str__(item)
         if isinstance(item, int):
-            return int.__int__(item)
+            return _writable(int.__int__(item), place)
         if isinstance(item, float):
             if _isfinite(item):
                 return float.__float__(item)
@@ -222,6 +230,16 @@ def _json_copy(value: Any) -> Any:
             for index, item in enumerate(source):
                 copy.append(copied(item, (index, place), depth))
     return out
+
+
+def _writable(number: int, place: _Place) -> int:
+    """``number`` when the encoder can write it (see :data:`_SHORT_LEAVES`)."""
+    if number.bit_length() > _INT_BITS:
+        try:
+            int.__repr__(number)
+        except ValueError:
+            raise _NotJson("an integer too long to write", place) from None
+    return number
 
 
 def _checked(what: str, value: Any) -> Any:
@@ -361,7 +379,6 @@ _UNSTRUCTURE: Final[dict[type, Callable[[Any], Any]]] = {
 }
 _ELICIT_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 _STRICT_JSON: Final = jsontext.reusable(json.JSONEncoder(allow_nan=False))
-_INT_BITS: Final = 4000  # longer integers take the encoder's check (it limits their digits)
 
 
 class _Unusable(ValueError):

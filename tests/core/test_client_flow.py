@@ -1340,6 +1340,22 @@ class _Thing:
     pass
 
 
+class _BigInt(int):
+    """An int subclass (its value is what the encoder writes)."""
+
+
+def test_long_integers_that_can_still_be_written_are_taken() -> None:
+    # Past 4,000 bits (about 1,200 digits) an integer is checked, and written as any other.
+    arguments = {"n": 2**4001, "m": [-(10**4299)], "o": {"p": _BigInt(10**4000)}}
+    message = last_send(make_flow(params={"name": "x", "arguments": arguments}).start(0.0)).message
+    assert message["params"]["arguments"] == arguments
+
+
+def test_a_top_level_param_too_long_to_write_is_refused() -> None:
+    with pytest.raises(LocalProtocolError, match=r"^params.n: not JSON: an integer too long"):
+        make_flow(params={"name": "x", "n": 10**5000})
+
+
 def _inside(levels: int, value: Any) -> Any:
     """``value`` inside ``levels`` nested lists (deeper than a copy plan follows)."""
     for _ in range(levels):
@@ -1363,6 +1379,13 @@ def _inside(levels: int, value: Any) -> Any:
     ({"deep": [[[{"no way": {2.5}}]]]},
      r"params.arguments.deep\[0\]\[0\]\[0\]\['no way'\]: not JSON: a set"),
     ({"deep": _inside(40, [{"s"}])}, r"params.arguments.deep(\[0\]){40}\[0\]: not JSON: a set"),
+    # More digits than int's str() writes (sys.get_int_max_str_digits(), 4300 by default):
+    # no encoder could write the leg.
+    ({"big": 10**5000}, r"params.arguments.big: not JSON: an integer too long to write"),
+    ({"n": [1, -(10**4400)]}, r"params.arguments.n\[1\]: not JSON: an integer too long to write"),
+    ({"n": {"m": [{"k": 10**4400}]}},
+     r"params.arguments.n.m\[0\].k: not JSON: an integer too long to write"),
+    ({"b": _BigInt(10**5000)}, r"params.arguments.b: not JSON: an integer too long to write"),
 ])
 def test_params_that_are_not_json_are_refused_naming_where(
     arguments: dict[str, Any], message: str
