@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import marshal
 from collections import OrderedDict
-from typing import TypeVar
+from typing import Any, Final, TypeVar
 
-__all__ = ["remember"]
+__all__ = ["fingerprint", "remember"]
+
+_MARSHAL_FORMAT: Final = 2  # the newest format without back-references
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -23,3 +26,16 @@ def remember(table: OrderedDict[K, V], key: K, value: V, most: int) -> None:
         with contextlib.suppress(KeyError):
             table.popitem(last=False)
     table[key] = value
+
+
+def fingerprint(value: Any, room: int) -> bytes | None:
+    """What finds ``value`` in a memo by exact content: its :mod:`marshal` bytes (format 2
+    writes no back-references, so the bytes depend on content alone; they tell ``1``,
+    ``1.0`` and ``True`` apart, and hold built-in types only, so equal bytes are equal
+    values that encode alike). ``None`` when marshal cannot write ``value`` (a subclass of
+    a built-in type, say, or nesting too deep) or its bytes are more than ``room``."""
+    try:
+        raw = marshal.dumps(value, _MARSHAL_FORMAT)
+    except ValueError:
+        return None
+    return raw if len(raw) <= room else None

@@ -36,11 +36,11 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
-import marshal
 from collections import OrderedDict
 from typing import Any, Final
 
 from mrtr_core import jsontext
+from mrtr_core._memo import fingerprint as content_fingerprint
 from mrtr_core._memo import remember
 from mrtr_core.state.binding import digest_json
 from mrtr_core.wire.converter import unstructure_input_request
@@ -63,7 +63,6 @@ _DEFAULT_SIZE: Final = 4096
 _MAX_KEY_SIZE: Final = 1024
 _CANONICAL: Final = jsontext.canonical
 _STRING: Final = json.encoder.encode_basestring_ascii  # how the canonical encoder writes str
-_MARSHAL_FORMAT: Final = 2  # the newest format without back-references
 _URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
 
 _FORM_HEAD: Final = '{"method":"elicitation/create","params":{"message":'
@@ -146,12 +145,8 @@ class QuestionDigests:
             self.misses += 1
             wire = unstructure_input_request(request)
             return digest_json(wire), wire
-        try:
-            fingerprint: bytes | None = marshal.dumps(part, _MARSHAL_FORMAT)
-        except ValueError:  # not of the built-in types (or nested too deep): not remembered
-            fingerprint = None
-        if fingerprint is not None and len(fingerprint) + len(text) > _MAX_KEY_SIZE:
-            fingerprint = None  # too large to keep: digested as one marshal cannot write
+        # Not of the built-in types, nested too deep or too large to keep: not remembered.
+        fingerprint = content_fingerprint(part, _MAX_KEY_SIZE - len(text))
         entries = self._entries
         if fingerprint is not None:
             key = (*key, fingerprint)

@@ -10,14 +10,13 @@ from __future__ import annotations
 import binascii
 import hashlib
 import json
-import marshal
 from collections import OrderedDict
 from typing import Any, Final
 
 import attrs
 
 from mrtr_core import jsontext
-from mrtr_core._memo import remember
+from mrtr_core._memo import fingerprint, remember
 from mrtr_core.wire.models import MrtrParams
 
 __all__ = ["BINDINGS_MAX_ENTRIES", "BINDING_KEY_MAX_SIZE", "Binding", "canonical_json",
@@ -142,21 +141,13 @@ def _memo_key(
     method: str, target: str, principal: str | None, arguments: Any
 ) -> tuple[str, str, str | None, bytes | None] | None:
     """What finds a remembered binding: the strings as they are, and the arguments by their
-    :mod:`marshal` bytes (format 2 writes no back-references: equal bytes are equal values
-    of the same built-in types, so ``1``, ``1.0`` and ``True`` are told apart and equal
-    bytes digest alike); ``None`` for arguments marshal cannot write (a subclass of a
-    built-in type, say) and for a key too large to keep."""
+    :func:`~mrtr_core._memo.fingerprint`; ``None`` for arguments it cannot take and for a
+    key too large to keep."""
+    room = BINDING_KEY_MAX_SIZE - len(target) - (0 if principal is None else len(principal))
     if arguments is None:
-        raw = None
-    else:
-        try:
-            raw = marshal.dumps(arguments, 2)
-        except ValueError:
-            return None
-    size = len(target) + (0 if principal is None else len(principal))
-    if size + (0 if raw is None else len(raw)) > BINDING_KEY_MAX_SIZE:
-        return None
-    return (method, target, principal, raw)
+        return (method, target, principal, None) if room >= 0 else None
+    raw = fingerprint(arguments, room)
+    return None if raw is None else (method, target, principal, raw)
 
 
 def forget_bindings() -> None:
