@@ -64,12 +64,6 @@ class _StreamIO:
         self._stream = stream
         self._send_timeout = send_timeout
 
-    async def receive(self, deadline: Callable[[], float]) -> bytes | bytearray | None:
-        """The next bytes (``b""`` at EOF), or ``None`` when ``deadline()`` passes first."""
-        with trio.move_on_at(deadline()):
-            return await self._stream.receive_some(_READ_SIZE)
-        return None
-
     async def read(self, arm: Callable[[], None], *, wait_first: bool = False) -> bytes | bytearray:
         """The next bytes (``b""`` at EOF); ``arm()`` is called before waiting for them
         (``wait_first`` changes nothing: every read of a stream waits)."""
@@ -110,16 +104,6 @@ class _SocketIO:
         self._sock = sock
         self._send_timeout = send_timeout
         self.waited = False
-
-    async def receive(self, deadline: Callable[[], float]) -> bytes | bytearray | None:
-        """The next bytes (``b""`` at EOF), or ``None`` when ``deadline()`` passes first."""
-        with trio.CancelScope() as scope:
-
-            def arm() -> None:
-                scope.deadline = deadline()
-
-            return await self.read(arm)
-        return None
 
     async def read(self, arm: Callable[[], None], *, wait_first: bool = False) -> bytes | bytearray:
         """The next bytes (``b""`` at EOF); ``arm()`` is called before the first wait, only
@@ -191,6 +175,17 @@ class _SocketIO:
 _IO = _StreamIO | _SocketIO
 
 
+async def _receive_by(io: _IO, deadline: float) -> bytes | bytearray | None:
+    """The next bytes (``b""`` at EOF), or ``None`` when ``deadline`` passes first."""
+    with trio.CancelScope() as scope:
+
+        def arm() -> None:
+            scope.deadline = deadline
+
+        return await io.read(arm)
+    return None
+
+
 async def _linger(io: _IO, conn: HttpServerConnection) -> None:
     """Close in stages when the client may still be sending (RFC 9112 §9.6): half-close,
     then discard what arrives until it closes too, for at most ``LINGER_S`` seconds and
@@ -202,7 +197,7 @@ async def _linger(io: _IO, conn: HttpServerConnection) -> None:
     deadline = trio.current_time() + LINGER_S
     discarded = 0
     while discarded <= LINGER_MAX_BYTES:
-        data = await io.receive(lambda: deadline)
+        data = await _receive_by(io, deadline)
         if not data:
             return  # the client closed, or time is up
         discarded += len(data)
